@@ -1,0 +1,110 @@
+"""GPU profiles (conf/gpu/*.yaml) and the local GPU as NVML sees it.
+
+NVML answers without creating a CUDA context, so the process that launches trials can ask which
+GPU it has and still never initialise CUDA itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuProfile:
+    name: str  # the config name: h200, a100_40gb, ...
+    match: str  # regular expression matched against the NVML device name
+    memory_bytes: int  # total device memory as the driver reports it
+    peak_flops: dict[str, float]  # dense peak FLOP/s by precision (fp32, tf32, bf16, fp16)
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalGpu:
+    name: str
+    memory_bytes: int
+    driver: str
+
+
+def load_profiles(conf_dir: Path = CONF_DIR) -> dict[str, GpuProfile]:
+    profiles = {}
+    for path in sorted((conf_dir / "gpu").glob("*.yaml")):
+        node = OmegaConf.to_container(OmegaConf.load(path))
+        assert isinstance(node, dict)
+        if node.get("match") is None:  # 'auto' names no GPU of its own
+            continue
+        profiles[node["name"]] = GpuProfile(
+            name=node["name"],
+            match=node["match"],
+            memory_bytes=int(node["memory"]),
+            peak_flops={k: float(v) for k, v in node["peak_flops"].items()},
+        )
+    return profiles
+
+
+def profile_for_device_name(device_name: str) -> GpuProfile | None:
+    """The profile whose pattern matches a device name such as 'NVIDIA H200', if any."""
+    for profile in load_profiles().values():
+        if re.search(profile.match, device_name):
+            return profile
+    return None
+
+
+def local_gpu(index: int = 0) -> LocalGpu | None:
+    """The local GPU through NVML, or None where there is no driver or no GPU."""
+    with _nvml() as nvml:
+        if nvml is None or nvml.nvmlDeviceGetCount() <= index:
+            return None
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        return LocalGpu(
+            name=_text(nvml.nvmlDeviceGetName(handle)),
+            memory_bytes=int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
+            driver=_text(nvml.nvmlSystemGetDriverVersion()),
+        )
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def process_used_bytes(pid: int, index: int = 0) -> int | None:
+    """GPU memory NVML charges to one process (its CUDA context included), if it can say."""
+    with _nvml() as nvml:
+        if nvml is None:
+            return None
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        for process in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+            if process.pid == pid and process.usedGpuMemory is not None:
+                return int(process.usedGpuMemory)
+    return None
+
+
+def device_used_bytes(index: int = 0) -> int | None:
+    """GPU memory in use on the whole device, by every process, as NVML sees it."""
+    with _nvml() as nvml:
+        if nvml is None:
+            return None
+        return int(nvml.nvmlDeviceGetMemoryInfo(nvml.nvmlDeviceGetHandleByIndex(index)).used)
+
+
+@contextlib.contextmanager
+def _nvml() -> Iterator[Any]:
+    """The NVML module, initialised, or None where there is no NVML or no GPU."""
+    try:
+        import pynvml  # provided by nvidia-ml-py
+
+        pynvml.nvmlInit()
+    except Exception:
+        yield None
+        return
+    try:
+        yield pynvml
+    finally:
+        pynvml.nvmlShutdown()

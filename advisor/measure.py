@@ -1,0 +1,379 @@
+"""Measuring one trial: memory by category, allocator and NVML figures, and timed steps.
+
+Runs inside the worker process (it initialises CUDA). The protocol (DESIGN.md):
+- setup and the first step are inside the whole-trial peak (cuDNN autotuning and compilation can
+  take more than the steady state); the steps after the first are the steady state;
+- at least three warm-up steps, then timed steps until the spread of step times is small;
+- every figure in int bytes and float seconds.
+On the CPU there is no caching allocator: a dispatch mode accounts for every tensor storage while
+the warm-up steps run (it is off for the timed steps, so timing pays nothing for it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import statistics
+import time
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.flop_counter import FlopCounterMode
+
+from advisor import gpus
+from advisor.config import MeasureConfig
+from advisor.result import Memory, Phase, Throughput
+from advisor.spec import Device, InputKind, TrialSpec
+from advisor.workload import Workload, build, build_model, compute_loss, make_batch, train_step
+
+
+class OutOfMemory(Exception):
+    """The trial ran out of device memory: its phase and the allocation that failed."""
+
+    def __init__(self, phase: Phase, requested_bytes: int | None, message: str) -> None:
+        super().__init__(message)
+        self.phase = phase
+        self.requested_bytes = requested_bytes
+
+
+class CudaMemory:
+    """The caching allocator's own counters for one GPU."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def tracking(self) -> contextlib.AbstractContextManager[Any]:
+        return contextlib.nullcontext()
+
+    def allocated(self) -> int:
+        return torch.cuda.memory_allocated(self.device)
+
+    def peak_allocated(self) -> int:
+        return torch.cuda.max_memory_allocated(self.device)
+
+    def peak_reserved(self) -> int:
+        return torch.cuda.max_memory_reserved(self.device)
+
+    def reset_peak(self) -> None:
+        torch.cuda.reset_peak_memory_stats(self.device)
+
+    def num_alloc_retries(self) -> int:
+        return int(torch.cuda.memory_stats(self.device).get("num_alloc_retries", 0))
+
+
+class CpuMemory(TorchDispatchMode):
+    """Live bytes of the tensor storages made while tracking, and their peak.
+
+    Each storage is counted once (views and in-place results share it) and uncounted when it is
+    freed: torch keeps a storage's Python object alive exactly as long as the storage.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live = 0
+        self.peak = 0
+        self._counted: set[int] = set()
+
+    def tracking(self) -> contextlib.AbstractContextManager[Any]:
+        return self
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        self.count(tree_flatten(out)[0])
+        return out
+
+    def count(self, values: Iterable[object]) -> None:
+        for t in values:
+            if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
+                continue
+            storage = t.untyped_storage()
+            key, size = storage.data_ptr(), storage.nbytes()
+            if size == 0 or key in self._counted:
+                continue
+            self._counted.add(key)
+            self.live += size
+            self.peak = max(self.peak, self.live)
+            weakref.finalize(storage, self._freed, key, size)
+
+    def _freed(self, key: int, size: int) -> None:
+        self._counted.discard(key)
+        self.live -= size
+
+    def allocated(self) -> int:
+        return self.live
+
+    def peak_allocated(self) -> int:
+        return self.peak
+
+    def peak_reserved(self) -> int:
+        return self.peak  # no caching allocator: what is reserved is what is allocated
+
+    def reset_peak(self) -> None:
+        self.peak = self.live
+
+    def num_alloc_retries(self) -> int:
+        return 0
+
+
+DeviceMemory = CudaMemory | CpuMemory
+
+
+class StepMarks:
+    """Follows the phases of the train step: the current phase (for an OOM), the phase in which
+    the peak rose, the activations one forward leaves for backward, and the gradients' size."""
+
+    def __init__(self, memory: DeviceMemory) -> None:
+        self.memory = memory
+        self.phase = Phase.setup
+        self.peak_phase: Phase | None = None
+        self.activations_bytes = 0
+        self.grads_bytes = 0
+        self.workload: Workload | None = None
+        self._peak_seen = 0
+        self._forward_start = 0
+
+    def mark(self, phase: Phase) -> None:
+        self._close_phase()
+        allocated = self.memory.allocated()
+        if phase is Phase.forward:
+            self._forward_start = allocated
+        elif phase is Phase.backward:
+            self.activations_bytes = max(self.activations_bytes, allocated - self._forward_start)
+        elif phase is Phase.optimizer and self.workload is not None:
+            grads = (p.grad for p in self.workload.model.parameters() if p.grad is not None)
+            self.grads_bytes = tensor_bytes(grads)
+        self.phase = phase
+
+    def end_step(self) -> None:
+        self._close_phase()
+
+    def restart_peak(self) -> None:
+        """From here on is the steady state: its peak and peak phase start afresh."""
+        self.memory.reset_peak()
+        self._peak_seen = 0
+        self.peak_phase = None
+
+    def _close_phase(self) -> None:
+        peak = self.memory.peak_allocated()
+        if peak > self._peak_seen:  # the peak rose during the phase now ending
+            self._peak_seen = peak
+            self.peak_phase = self.phase
+
+
+def tensor_bytes(tensors: Iterable[torch.Tensor], device: torch.device | None = None) -> int:
+    """Bytes of distinct storages among the tensors (on `device` only, if given)."""
+    seen: dict[int, int] = {}
+    for t in tensors:
+        if device is not None and t.device.type != device.type:
+            continue
+        storage = t.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())
+
+
+def optimizer_state_bytes(optimizer: torch.optim.Optimizer, device: torch.device) -> int:
+    """State tensors on the device (AdamW: exp_avg and exp_avg_sq; its step counters sit on the
+    host unless the implementation is fused or capturable)."""
+    values: list[torch.Tensor] = []
+    for state in optimizer.state.values():
+        values.extend(v for v in state.values() if isinstance(v, torch.Tensor))
+    return tensor_bytes(values, device)
+
+
+def measure(spec: TrialSpec, settings: MeasureConfig) -> tuple[Memory, Throughput]:
+    """Build the trial's workload, warm it up and time it. Raises OutOfMemory as the step does."""
+    device = torch.device(spec.device.value)
+    memory: DeviceMemory = CudaMemory(device) if spec.device is Device.cuda else CpuMemory()
+    marks = StepMarks(memory)
+    # NVML's view of the GPU before this process touches it, for when it cannot name processes.
+    used_before = gpus.device_used_bytes(0) if spec.device is Device.cuda else None
+    observed_request = _watch_cuda_oom() if spec.device is Device.cuda else None
+    try:
+        with memory.tracking():
+            workload = build(spec, device)
+            marks.workload = workload
+            train_step(workload, marks.mark)  # the first step: autotuning, compilation
+            marks.end_step()
+            first_peak_allocated = memory.peak_allocated()
+            first_peak_reserved = memory.peak_reserved()
+            marks.restart_peak()
+            for _ in range(max(settings.warmup_steps, 3) - 1):
+                train_step(workload, marks.mark)
+                marks.end_step()
+            params = [*workload.model.parameters(), *workload.model.buffers()]
+            params_bytes = tensor_bytes(params)
+            state_bytes = optimizer_state_bytes(workload.optimizer, device)
+            inputs_bytes = tensor_bytes([workload.inputs, workload.labels])
+        times = time_steps(workload, settings)
+    except Exception as error:
+        oom = _as_out_of_memory(error, marks.phase, observed_request)
+        if oom is None:
+            raise
+        raise oom from None
+
+    steady_allocated = memory.peak_allocated()
+    steady_reserved = memory.peak_reserved()
+    peak_reserved = max(first_peak_reserved, steady_reserved)
+    context_bytes, nvml_bytes = _context_bytes(spec, device, used_before)
+    median = statistics.median(times)
+    samples_per_s = spec.effective_batch_size / median
+    tokens = spec.model.input.shape[0] if spec.model.input.kind is InputKind.tokens else None
+    mem = Memory(
+        context_bytes=context_bytes,
+        params_bytes=params_bytes,
+        activations_bytes=marks.activations_bytes,
+        grads_bytes=marks.grads_bytes,
+        optimizer_state_bytes=state_bytes,
+        inputs_bytes=inputs_bytes,
+        peak_allocated_bytes=max(first_peak_allocated, steady_allocated),
+        peak_reserved_bytes=peak_reserved,
+        steady_peak_allocated_bytes=steady_allocated,
+        steady_peak_reserved_bytes=steady_reserved,
+        peak_phase=marks.peak_phase,
+        device_peak_bytes=peak_reserved + context_bytes,
+        nvml_process_bytes=nvml_bytes,
+        num_alloc_retries=memory.num_alloc_retries(),
+    )
+    throughput = Throughput(
+        samples_per_s=samples_per_s,
+        tokens_per_s=samples_per_s * tokens if tokens else None,
+        step_s_median=median,
+        step_s_iqr=_iqr(times),
+        timed_steps=len(times),
+        warmup_steps=max(settings.warmup_steps, 3),
+        flops_per_step=count_flops(spec),
+    )
+    return mem, throughput
+
+
+def time_steps(workload: Workload, settings: MeasureConfig) -> list[float]:
+    """Step times in seconds: timed in chunks until the spread is small or a limit is hit."""
+    cuda = workload.inputs.device.type == "cuda"
+    times: list[float] = []
+    started = time.perf_counter()
+    while True:
+        if cuda:
+            events = []
+            for _ in range(5):
+                begin = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                begin.record()
+                train_step(workload)
+                end.record()
+                events.append((begin, end))
+            torch.cuda.synchronize()
+            times += [b.elapsed_time(e) / 1000.0 for b, e in events]
+        else:
+            begin_s = time.perf_counter()
+            train_step(workload)
+            times.append(time.perf_counter() - begin_s)
+        if len(times) >= settings.max_timed_steps:
+            break
+        if time.perf_counter() - started >= settings.max_timed_s and len(times) >= 3:
+            break
+        if (
+            len(times) >= settings.min_timed_steps
+            and _iqr(times) / statistics.median(times) <= settings.target_spread
+        ):
+            break
+    return times
+
+
+def count_flops(spec: TrialSpec) -> float | None:
+    """Model FLOPs of one optimizer step: forward and backward of every micro batch, counted on
+    the meta device (nothing allocated), without checkpointing's recompute, as MFU counts them."""
+    meta = torch.device("meta")
+    try:
+        model = build_model(spec, meta)
+        inputs, labels = make_batch(spec, meta)
+        with FlopCounterMode(display=False) as counter:
+            compute_loss(spec.model.loss, model(inputs), labels).backward()
+        return float(counter.get_total_flops() * spec.grad_accum)
+    except Exception:  # a model that meta tensors cannot run: no MFU, the rest stands
+        return None
+
+
+def _iqr(times: list[float]) -> float:
+    if len(times) < 2:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(times, n=4)
+    return q3 - q1
+
+
+def _context_bytes(
+    spec: TrialSpec, device: torch.device, used_before: int | None
+) -> tuple[int, int | None]:
+    """What the process holds on the GPU beyond the caching allocator (CUDA context, libraries'
+    handles, loaded kernels), as NVML sees it at the end of the trial; NVML's figure too."""
+    if spec.device is not Device.cuda:
+        return 0, None
+    torch.cuda.synchronize(device)
+    used = gpus.process_used_bytes(os.getpid(), device.index or 0)
+    if used is None and used_before is not None:  # no per-process figures (a container, a VM)
+        now = gpus.device_used_bytes(device.index or 0)
+        used = None if now is None else now - used_before
+    if used is None:
+        return 0, None
+    return max(0, used - torch.cuda.memory_reserved(device)), used
+
+
+def _watch_cuda_oom() -> dict[str, int]:
+    """Remember the size of the allocation that fails, as the allocator reports it."""
+    seen: dict[str, int] = {}
+
+    def observer(device: int, requested: int, device_allocated: int, device_free: int) -> None:
+        seen["requested"] = int(requested)
+
+    attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
+    if attach is not None:
+        attach(observer)
+    return seen
+
+
+_CUDA_REQUEST = re.compile(r"Tried to allocate ([\d.]+) (B|KiB|MiB|GiB|TiB)")
+_CPU_REQUEST = re.compile(r"you tried to allocate (\d+) bytes")
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def _as_out_of_memory(
+    error: Exception, phase: Phase, observed: dict[str, int] | None
+) -> OutOfMemory | None:
+    """The error as an OutOfMemory if it is one (CUDA's OOM, or the CPU allocator's)."""
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if isinstance(error, torch.cuda.OutOfMemoryError):
+        requested = (observed or {}).get("requested")
+        if requested is None and (m := _CUDA_REQUEST.search(str(error))):
+            requested = int(float(m.group(1)) * _UNITS[m.group(2)])  # rounded by the message
+        return OutOfMemory(phase, requested, message)
+    if isinstance(error, RuntimeError) and (m := _CPU_REQUEST.search(str(error))):
+        return OutOfMemory(phase, int(m.group(1)), message)
+    return None
+
+
+def apply_memory_cap(spec: TrialSpec) -> None:
+    """Hold the trial to spec.memory_cap_bytes: on a GPU, the caching allocator's limit (the
+    CUDA context is outside it); on the CPU, the address space the process may add."""
+    cap = spec.memory_cap_bytes
+    if cap is None:
+        return
+    if spec.device is Device.cuda:
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total))
+    else:
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (_address_space_bytes() + cap, hard))
+
+
+def _address_space_bytes() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("cannot read VmSize from /proc/self/status")

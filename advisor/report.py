@@ -1,0 +1,177 @@
+"""What a user sees: tables and pictures of results (rich in the terminal, matplotlib for PNG).
+Units appear here only; everything upstream is bytes and seconds."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from advisor.result import Memory, Status, TrialResult
+
+# The categories of a breakdown, in the order they are stacked, with their colours.
+CATEGORIES = [
+    ("context_bytes", "CUDA context", "grey50"),
+    ("params_bytes", "parameters", "blue"),
+    ("optimizer_state_bytes", "optimizer state", "magenta"),
+    ("grads_bytes", "gradients", "yellow"),
+    ("activations_bytes", "activations", "green"),
+    ("inputs_bytes", "inputs", "cyan"),
+]
+OVERHEAD = ("allocator_overhead_bytes", "allocator overhead", "red")
+BAR_WIDTH = 60
+
+
+def gib(n: float | None) -> str:
+    if n is None:
+        return "-"
+    if abs(n) >= 2**30:
+        return f"{n / 2**30:.2f} GiB"
+    return f"{n / 2**20:.1f} MiB"
+
+
+def describe(result: TrialResult) -> str:
+    s = result.spec
+    knobs = [f"batch {s.batch_size}"]
+    if s.grad_accum > 1:
+        knobs.append(f"x{s.grad_accum} accum")
+    knobs += [s.precision.value, s.optimizer.name]
+    if s.checkpointing.value != "none":
+        knobs.append(f"ckpt {s.checkpointing.value}")
+    knobs += [
+        name for name in ("channels_last", "compile", "expandable_segments") if getattr(s, name)
+    ]
+    return f"{s.model.name} on {s.device.value}: " + ", ".join(knobs)
+
+
+def trial_report(result: TrialResult, device_memory: int | None) -> Group:
+    """One trial: what was measured, the memory breakdown as a table and as a stacked bar."""
+    title = Text(f"trial {result.id}  {describe(result)}  [{result.status.value}]", style="bold")
+    if result.status is not Status.ok or result.memory is None or result.throughput is None:
+        failure = result.failure
+        lines = [title]
+        if failure is not None:
+            where = f" in {failure.phase.value}" if failure.phase else ""
+            asked = f", asked for {gib(failure.requested_bytes)}" if failure.requested_bytes else ""
+            lines.append(Text(f"{result.status.value}{where}{asked}: {failure.message}"))
+        return Group(*lines)
+    return Group(
+        title,
+        _memory_table(result.memory, device_memory),
+        memory_bar(result.memory, device_memory),
+        _throughput_line(result),
+    )
+
+
+def _memory_table(memory: Memory, device_memory: int | None) -> Table:
+    table = Table(title="memory (each category at its own largest)", title_justify="left")
+    table.add_column("category")
+    table.add_column("size", justify="right")
+    table.add_column("of GPU", justify="right")
+    for key, label, colour in [*CATEGORIES, OVERHEAD]:
+        value = getattr(memory, key)
+        table.add_row(Text(label, style=colour), gib(value), _share(value, device_memory))
+    table.add_section()
+    for label, value in [
+        ("peak allocated (whole trial)", memory.peak_allocated_bytes),
+        ("peak reserved (whole trial)", memory.peak_reserved_bytes),
+        ("peak allocated (steady state)", memory.steady_peak_allocated_bytes),
+        ("device peak (reserved + context)", memory.device_peak_bytes),
+        ("NVML, this process", memory.nvml_process_bytes),
+    ]:
+        table.add_row(label, gib(value), _share(value, device_memory))
+    phase = memory.peak_phase.value if memory.peak_phase else "-"
+    table.caption = (
+        f"steady peak reached in: {phase}; allocator retries: {memory.num_alloc_retries}"
+    )
+    return table
+
+
+def memory_bar(memory: Memory, device_memory: int | None) -> Text:
+    """The categories stacked against the GPU's memory (on a CPU, against the largest figure).
+    They overlap in time, so the stack can reach past the device peak, marked by '|'."""
+    parts = [(getattr(memory, key), colour) for key, _, colour in [*CATEGORIES, OVERHEAD]]
+    scale = max(device_memory or 0, sum(size for size, _ in parts), memory.device_peak_bytes, 1)
+    cells = [
+        ("█", colour) for size, colour in parts for _ in range(round(BAR_WIDTH * size / scale))
+    ]
+    cells = (cells + [("·", "grey30")] * BAR_WIDTH)[:BAR_WIDTH]
+    cells[min(BAR_WIDTH - 1, round(BAR_WIDTH * memory.device_peak_bytes / scale))] = ("|", "bold")
+    against = f"GPU memory {gib(device_memory)}" if device_memory else "CPU: no device limit"
+    return Text.assemble(*cells, f"  | device peak {gib(memory.device_peak_bytes)}; {against}")
+
+
+def _throughput_line(result: TrialResult) -> Text:
+    t = result.throughput
+    assert t is not None
+    cpu = " (on the CPU)" if result.spec.device.value == "cpu" else ""
+    parts = [
+        f"{t.samples_per_s:,.1f} samples/s{cpu}",
+        f"step {t.step_s_median * 1e3:.2f} ms median ± {t.spread:.1%} (IQR/median)",
+        f"{t.timed_steps} timed steps after {t.warmup_steps} warm-up",
+    ]
+    if t.tokens_per_s:
+        parts.insert(1, f"{t.tokens_per_s:,.0f} tokens/s")
+    if t.mfu is not None:
+        parts.append(f"MFU {t.mfu:.1%}")
+    return Text("throughput: " + "; ".join(parts))
+
+
+def history_table(results: Sequence[TrialResult]) -> Table:
+    table = Table(title="stored trials, newest first", title_justify="left")
+    for column in ("id", "when (UTC)", "setting", "status", "samples/s", "device peak", "device"):
+        table.add_column(column, justify="right" if column in ("id", "samples/s") else "left")
+    for r in results:
+        t, m, env = r.throughput, r.memory, r.environment
+        table.add_row(
+            str(r.id),
+            (r.created_at or "")[:19].replace("T", " "),
+            describe(r),
+            r.status.value,
+            f"{t.samples_per_s:,.1f}" if t else "-",
+            gib(m.device_peak_bytes) if m else "-",
+            env.device_name if env else "-",
+        )
+    return table
+
+
+def save_memory_png(result: TrialResult, device_memory: int | None, path: Path) -> None:
+    """The stacked bar as a PNG: categories against the GPU's memory, the device peak marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    memory = result.memory
+    assert memory is not None
+    colours = {
+        "grey50": "#7f7f7f",
+        "blue": "#1f77b4",
+        "magenta": "#c13dbf",
+        "yellow": "#e5c100",
+        "green": "#2ca02c",
+        "cyan": "#17becf",
+        "red": "#d62728",
+    }
+    fig, ax = plt.subplots(figsize=(9, 2.4))
+    left = 0.0
+    for key, label, colour in [*CATEGORIES, OVERHEAD]:
+        value = getattr(memory, key) / 2**30
+        ax.barh(0, value, left=left, color=colours[colour], label=f"{label} {gib(value * 2**30)}")
+        left += value
+    ax.axvline(memory.device_peak_bytes / 2**30, color="black", linestyle="--", label="device peak")
+    if device_memory:
+        ax.axvline(device_memory / 2**30, color="black", linewidth=2, label="GPU memory")
+    ax.set_yticks([])
+    ax.set_xlabel("GiB")
+    ax.set_title(describe(result), fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=4)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _share(value: int | None, total: int | None) -> str:
+    return f"{value / total:.1%}" if value is not None and total else "-"

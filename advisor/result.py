@@ -1,0 +1,148 @@
+"""TrialResult and its parts: what one trial measured, in int bytes and float seconds.
+
+The JSON names here are the public ones (`advisor run --json`, `advisor history --json`); other
+verbs reuse them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+from advisor.spec import TrialSpec, plain
+
+
+class Status(enum.Enum):
+    ok = "ok"
+    oom = "oom"  # ran out of device memory: a result, the search needs infeasible points
+    crashed = "crashed"  # the worker died or raised something other than an OOM
+    timeout = "timeout"  # the worker did not finish in time and was killed
+
+
+class Phase(enum.Enum):
+    """Where in the training step something happened (an OOM, the peak)."""
+
+    setup = "setup"  # building the model, optimizer and batch on the device
+    forward = "forward"
+    backward = "backward"
+    optimizer = "optimizer"
+
+
+@dataclasses.dataclass(frozen=True)
+class Memory:
+    """Where the memory went.
+
+    The categories are each taken at their own largest: parameters, gradients and optimizer state
+    are exact tensor sizes; activations are what the forward pass leaves alive for backward
+    (allocated after the forward minus before it). They do not all coexist (backward frees
+    activations as it makes gradients), so their sum may exceed the peak.
+    """
+
+    context_bytes: int  # CUDA context and runtime (NVML's process figure minus reserved); 0 on CPU
+    params_bytes: int  # parameters and buffers
+    activations_bytes: int  # saved for backward by one micro batch's forward
+    grads_bytes: int  # parameter gradients
+    optimizer_state_bytes: int  # optimizer state tensors (e.g. AdamW: exp_avg, exp_avg_sq)
+    inputs_bytes: int  # the synthetic batch (inputs and labels) of one micro batch
+    peak_allocated_bytes: int  # over the whole trial, the first steps included
+    peak_reserved_bytes: int  # over the whole trial, the first steps included
+    steady_peak_allocated_bytes: int  # over the timed steps only
+    steady_peak_reserved_bytes: int  # over the timed steps only
+    peak_phase: Phase | None  # the phase of the step where the steady peak was reached
+    device_peak_bytes: int  # what the device must hold: peak reserved plus context
+    nvml_process_bytes: int | None  # NVML's figure for the process at the end (context included)
+    num_alloc_retries: int  # times the caching allocator freed its cache and retried (cudaMalloc)
+
+    @property
+    def allocator_overhead_bytes(self) -> int:
+        """Reserved but not allocated at the peak: block rounding, caching, fragmentation."""
+        return self.peak_reserved_bytes - self.peak_allocated_bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class Throughput:
+    samples_per_s: float  # micro batch x accumulation / median step time
+    tokens_per_s: float | None  # language models only
+    step_s_median: float  # one optimizer step (all its micro batches)
+    step_s_iqr: float  # interquartile range of the step times: the spread
+    timed_steps: int
+    warmup_steps: int
+    flops_per_step: float | None  # model FLOPs of one step (forward + backward, no recompute)
+    mfu: float | None = None  # flops_per_step / step_s_median / the GPU's peak; None on CPU
+
+    @property
+    def spread(self) -> float:
+        """The spread relative to the median (IQR / median)."""
+        return self.step_s_iqr / self.step_s_median
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    device_name: str  # 'NVIDIA H200', or the CPU's name
+    device_memory_bytes: int | None
+    driver: str | None
+    cuda: str | None  # the CUDA version torch was built with
+    torch: str
+    advisor: str
+    python: str
+    host: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """Why a trial did not finish: the OOM's phase and request, or a crash's stderr."""
+
+    phase: Phase | None = None
+    requested_bytes: int | None = None  # what the failing allocation asked for
+    message: str = ""  # the error, or the tail of the worker's stderr
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialResult:
+    spec: TrialSpec
+    status: Status
+    environment: Environment | None  # None when the worker died before reporting it
+    memory: Memory | None  # None unless status is ok
+    throughput: Throughput | None  # None unless status is ok
+    failure: Failure | None  # None when status is ok
+    wall_s: float  # the whole trial, process start to exit
+    id: int | None = None  # set by the store
+    created_at: str | None = None  # ISO 8601, UTC; set by the store
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public JSON shape: id, status, spec, memory, throughput, environment, failure."""
+        spec = self.spec.to_dict()
+        spec["model"] = self.spec.model.name  # the full model description stays in the store
+        spec["optimizer"] = self.spec.optimizer.name
+        spec["hash"] = self.spec.hash
+        memory = None
+        if self.memory is not None:
+            memory = plain(dataclasses.asdict(self.memory))
+            memory["allocator_overhead_bytes"] = self.memory.allocator_overhead_bytes
+        return {
+            "id": self.id,
+            "created_at": self.created_at,
+            "status": self.status.value,
+            "spec": spec,
+            "memory": memory,
+            "throughput": _part(self.throughput),
+            "environment": _part(self.environment),
+            "failure": _part(self.failure),
+            "wall_s": self.wall_s,
+        }
+
+
+def _part(value: Any) -> dict[str, Any] | None:
+    return None if value is None else plain(dataclasses.asdict(value))
+
+
+def memory_from_dict(data: dict[str, Any]) -> Memory:
+    data = {k: v for k, v in data.items() if k != "allocator_overhead_bytes"}
+    phase = data.get("peak_phase")
+    return Memory(**{**data, "peak_phase": Phase(phase) if phase else None})
+
+
+def failure_from_dict(data: dict[str, Any]) -> Failure:
+    phase = data.get("phase")
+    return Failure(**{**data, "phase": Phase(phase) if phase else None})

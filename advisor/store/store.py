@@ -1,0 +1,209 @@
+"""The results database: opening (and migrating) it, writing trials, and queries that return
+TrialResults. SQLite (WAL) by default; any SQLAlchemy URL works."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from advisor.gpus import CONF_DIR
+from advisor.result import (
+    Environment,
+    Memory,
+    Status,
+    Throughput,
+    TrialResult,
+    failure_from_dict,
+    memory_from_dict,
+)
+from advisor.spec import TrialSpec
+from advisor.store.tables import EnvironmentRow, TrialRow
+
+DB_DIR = CONF_DIR.parent / "db"
+MIGRATIONS = DB_DIR / "migrations"
+URL_VARIABLE = "ADVISOR_DB_URL"
+
+_MEMORY_FIELDS = [f.name for f in dataclasses.fields(Memory)]
+_THROUGHPUT_FIELDS = [f.name for f in dataclasses.fields(Throughput)]
+_ENVIRONMENT_FIELDS = [f.name for f in dataclasses.fields(Environment)]
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened or written; the message says which and what to do."""
+
+
+def default_url() -> str:
+    """ADVISOR_DB_URL if set, else db/advisor.sqlite in the checkout."""
+    return os.environ.get(URL_VARIABLE) or f"sqlite:///{DB_DIR / 'advisor.sqlite'}"
+
+
+class Store:
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url or default_url()
+        try:
+            self.engine = _engine(self.url)
+            upgrade(self.engine)
+        except (SQLAlchemyError, ArgumentError, OSError) as error:
+            raise StoreError(
+                f"cannot open the results database {self.url}: {_first_line(error)}; "
+                f"give a writable one with db_url=... or {URL_VARIABLE}"
+            ) from None
+        self._session = sessionmaker(self.engine, expire_on_commit=False)
+
+    def add(self, result: TrialResult) -> TrialResult:
+        """Store one trial with its environment in one transaction: all of it, or nothing."""
+        now = datetime.datetime.now(datetime.UTC)
+        with self._session.begin() as session:
+            row = _trial_row(result, now)
+            if result.environment is not None:
+                row.environment = _environment_row(session, result.environment)
+            session.add(row)
+            session.flush()
+            trial_id = row.id
+        return dataclasses.replace(result, id=trial_id, created_at=now.isoformat())
+
+    def trials(
+        self,
+        model: str | None = None,
+        status: str | None = None,
+        spec_hash: str | None = None,
+        limit: int | None = None,
+    ) -> list[TrialResult]:
+        """Stored trials, newest first."""
+        query = select(TrialRow).order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
+        if model is not None:
+            query = query.where(TrialRow.model == model)
+        if status is not None:
+            query = query.where(TrialRow.status == status)
+        if spec_hash is not None:
+            query = query.where(TrialRow.spec_hash == spec_hash)
+        if limit is not None:
+            query = query.limit(limit)
+        with self._session() as session:
+            return [_result(row) for row in session.scalars(query)]
+
+    def get(self, trial_id: int) -> TrialResult | None:
+        with self._session() as session:
+            row = session.get(TrialRow, trial_id)
+            return None if row is None else _result(row)
+
+
+def upgrade(engine: Engine) -> None:
+    """Bring the schema to the newest migration (creating it in an empty database)."""
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+def _engine(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(url)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url)
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(connection: Any, _: Any) -> None:
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    return engine
+
+
+def _environment_row(session: Session, env: Environment) -> EnvironmentRow:
+    values = dataclasses.asdict(env)
+    fingerprint = hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
+    row = session.scalar(select(EnvironmentRow).where(EnvironmentRow.fingerprint == fingerprint))
+    return row or EnvironmentRow(fingerprint=fingerprint, **values)
+
+
+def _trial_row(result: TrialResult, now: datetime.datetime) -> TrialRow:
+    spec, failure = result.spec, result.failure
+    row = TrialRow(
+        created_at=now,
+        spec_hash=spec.hash,
+        spec_json=spec.to_json(),
+        model=spec.model.name,
+        family=spec.model.family,
+        device=spec.device.value,
+        batch_size=spec.batch_size,
+        grad_accum=spec.grad_accum,
+        precision=spec.precision.value,
+        checkpointing=spec.checkpointing.value,
+        optimizer=spec.optimizer.name,
+        channels_last=spec.channels_last,
+        compile=spec.compile,
+        expandable_segments=spec.expandable_segments,
+        memory_cap_bytes=spec.memory_cap_bytes,
+        status=result.status.value,
+        wall_s=result.wall_s,
+    )
+    if failure is not None:
+        row.failure_phase = failure.phase.value if failure.phase else None
+        row.failure_requested_bytes = failure.requested_bytes
+        row.failure_message = failure.message
+    if result.memory is not None:
+        for name in _MEMORY_FIELDS:
+            value = getattr(result.memory, name)
+            setattr(row, name, getattr(value, "value", value))
+    if result.throughput is not None:
+        for name in _THROUGHPUT_FIELDS:
+            setattr(row, name, getattr(result.throughput, name))
+    return row
+
+
+def _result(row: TrialRow) -> TrialResult:
+    memory = throughput = failure = environment = None
+    if row.peak_allocated_bytes is not None:
+        memory = memory_from_dict({name: getattr(row, name) for name in _MEMORY_FIELDS})
+    if row.step_s_median is not None:
+        throughput = Throughput(**{name: getattr(row, name) for name in _THROUGHPUT_FIELDS})
+    if row.failure_message is not None:
+        failure = failure_from_dict(
+            {
+                "phase": row.failure_phase,
+                "requested_bytes": row.failure_requested_bytes,
+                "message": row.failure_message,
+            }
+        )
+    if row.environment is not None:
+        environment = Environment(
+            **{name: getattr(row.environment, name) for name in _ENVIRONMENT_FIELDS}
+        )
+    created = row.created_at
+    if created.tzinfo is None:  # SQLite hands back naive datetimes; they were stored as UTC
+        created = created.replace(tzinfo=datetime.UTC)
+    return TrialResult(
+        spec=TrialSpec.from_json(row.spec_json),
+        status=Status(row.status),
+        environment=environment,
+        memory=memory,
+        throughput=throughput,
+        failure=failure,
+        wall_s=row.wall_s,
+        id=row.id,
+        created_at=created.isoformat(),
+    )
+
+
+def _first_line(error: BaseException) -> str:
+    cause = getattr(error, "orig", None) or error  # the DBAPI's own message, without SQL
+    text = str(cause).strip()
+    return text.splitlines()[0] if text else type(cause).__name__

@@ -1,0 +1,88 @@
+"""The results database's tables (SQLAlchemy 2 ORM). The rest of the code sees store.py's
+dataclasses, never these rows. Changing a table needs a migration under db/migrations."""
+
+from __future__ import annotations
+
+import datetime
+
+from sqlalchemy import BigInteger, DateTime, Float, ForeignKey, Index, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class EnvironmentRow(Base):
+    """Where trials ran: one row per distinct machine and software stack."""
+
+    __tablename__ = "environments"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)  # hash of the fields below
+    device_name: Mapped[str] = mapped_column(String(200))
+    device_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    driver: Mapped[str | None] = mapped_column(String(50))
+    cuda: Mapped[str | None] = mapped_column(String(50))
+    torch: Mapped[str] = mapped_column(String(50))
+    advisor: Mapped[str] = mapped_column(String(50))
+    python: Mapped[str] = mapped_column(String(50))
+    host: Mapped[str] = mapped_column(String(200))
+
+
+class TrialRow(Base):
+    """One measured trial: its spec (whole, as JSON, and its knobs as columns to query), its
+    status, and every figure in bytes and seconds."""
+
+    __tablename__ = "trials"
+    __table_args__ = (Index("ix_trials_model_created", "model", "created_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime(timezone=True))
+    spec_hash: Mapped[str] = mapped_column(String(32), index=True)
+    spec_json: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(String(200))
+    family: Mapped[str] = mapped_column(String(100))
+    device: Mapped[str] = mapped_column(String(20))
+    batch_size: Mapped[int]
+    grad_accum: Mapped[int]
+    precision: Mapped[str] = mapped_column(String(20))
+    checkpointing: Mapped[str] = mapped_column(String(20))
+    optimizer: Mapped[str] = mapped_column(String(100))
+    channels_last: Mapped[bool]
+    compile: Mapped[bool]
+    expandable_segments: Mapped[bool]
+    memory_cap_bytes: Mapped[int | None] = mapped_column(BigInteger)
+
+    status: Mapped[str] = mapped_column(String(20), index=True)
+    wall_s: Mapped[float] = mapped_column(Float)
+    environment_id: Mapped[int | None] = mapped_column(ForeignKey("environments.id"))
+    environment: Mapped[EnvironmentRow | None] = relationship(lazy="joined")
+
+    failure_phase: Mapped[str | None] = mapped_column(String(20))
+    failure_requested_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    failure_message: Mapped[str | None] = mapped_column(Text)
+
+    context_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    params_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    activations_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    grads_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    optimizer_state_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    inputs_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    peak_allocated_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    peak_reserved_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    steady_peak_allocated_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    steady_peak_reserved_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    peak_phase: Mapped[str | None] = mapped_column(String(20))
+    device_peak_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    nvml_process_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    num_alloc_retries: Mapped[int | None]
+
+    samples_per_s: Mapped[float | None] = mapped_column(Float)
+    tokens_per_s: Mapped[float | None] = mapped_column(Float)
+    step_s_median: Mapped[float | None] = mapped_column(Float)
+    step_s_iqr: Mapped[float | None] = mapped_column(Float)
+    timed_steps: Mapped[int | None]
+    warmup_steps: Mapped[int | None]
+    flops_per_step: Mapped[float | None] = mapped_column(Float)
+    mfu: Mapped[float | None] = mapped_column(Float)

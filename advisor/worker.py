@@ -1,0 +1,94 @@
+"""The worker: one trial in its own process (python -m advisor.worker RESULT_PATH).
+
+It reads {"spec": ..., "measure": ...} as JSON on stdin and writes {"status", "environment",
+"memory", "throughput", "failure"} as JSON to RESULT_PATH. An OOM is a result (exit 0); anything
+else that goes wrong raises, so the process exits non-zero and the runner records a crash with
+the tail of stderr. CUDA state, leaks and crashes stay in this process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import socket
+import sys
+from typing import Any
+
+import torch
+
+import advisor
+from advisor import gpus
+from advisor.config import MeasureConfig
+from advisor.measure import OutOfMemory, apply_memory_cap, measure
+from advisor.result import Environment, Failure, Status
+from advisor.spec import Device, TrialSpec, plain
+
+
+def run(spec: TrialSpec, settings: MeasureConfig) -> dict[str, Any]:
+    apply_memory_cap(spec)
+    if spec.device is Device.cuda:
+        if not torch.cuda.is_available():
+            raise RuntimeError("device=cuda but torch sees no CUDA GPU here; use device=cpu")
+        torch.backends.cudnn.benchmark = True
+    try:
+        memory, throughput = measure(spec, settings)
+    except OutOfMemory as oom:
+        failure = Failure(phase=oom.phase, requested_bytes=oom.requested_bytes, message=str(oom))
+        return {
+            "status": Status.oom.value,
+            "environment": dataclasses.asdict(environment(spec)),
+            "failure": plain(dataclasses.asdict(failure)),
+        }
+    return {
+        "status": Status.ok.value,
+        "environment": dataclasses.asdict(environment(spec)),
+        "memory": plain(dataclasses.asdict(memory)),
+        "throughput": dataclasses.asdict(throughput),
+    }
+
+
+def environment(spec: TrialSpec) -> Environment:
+    if spec.device is Device.cuda:
+        gpu = gpus.local_gpu(0)
+        name = torch.cuda.get_device_name(0)
+        memory: int | None = torch.cuda.get_device_properties(0).total_memory
+        driver = gpu.driver if gpu else None
+    else:
+        name, memory, driver = _cpu_name(), None, None
+    return Environment(
+        device_name=name,
+        device_memory_bytes=memory,
+        driver=driver,
+        cuda=torch.version.cuda,
+        torch=torch.__version__,
+        advisor=advisor.__version__,
+        python=platform.python_version(),
+        host=socket.gethostname(),
+    )
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return "CPU: " + line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU: " + (platform.processor() or platform.machine())
+
+
+def main() -> None:
+    request = json.load(sys.stdin)
+    spec = TrialSpec.from_dict(request["spec"])
+    outcome = run(spec, MeasureConfig(**request.get("measure", {})))
+    tmp = sys.argv[1] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(outcome, f)
+    os.replace(tmp, sys.argv[1])  # the runner never reads half a result
+
+
+if __name__ == "__main__":
+    main()

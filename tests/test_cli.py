@@ -1,0 +1,155 @@
+"""The real console script, end to end, in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torchvision
+from sqlalchemy import create_engine, inspect
+
+from conftest import FAST_OVERRIDES
+
+# The console script installed beside this Python (pip install -e .).
+ADVISOR = shutil.which("advisor", path=str(Path(sys.executable).parent))
+
+
+def advisor(*args: str, db_url: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("ADVISOR_DB_URL", None)
+    env["COLUMNS"] = "200"  # rich wraps tables to the terminal's width
+    if db_url:
+        env["ADVISOR_DB_URL"] = db_url
+    assert ADVISOR, "the advisor console script is not installed (pip install -e .)"
+    return subprocess.run([ADVISOR, *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def trial_count(db_url: str) -> int:
+    engine = create_engine(db_url)
+    if "trials" not in inspect(engine).get_table_names():
+        return 0
+    with engine.connect() as connection:
+        return connection.exec_driver_sql("select count(*) from trials").scalar()
+
+
+def test_run_then_history_as_json(db_url, tmp_path):
+    png = tmp_path / "breakdown.png"
+    run = advisor(
+        "run",
+        "model=tiny_cnn",
+        "batch_size=4",
+        "device=cpu",
+        f"plot={png}",
+        "--json",
+        *FAST_OVERRIDES,
+        db_url=db_url,
+    )
+    assert run.returncode == 0, run.stderr
+    trial = json.loads(run.stdout)
+    assert trial["status"] == "ok" and isinstance(trial["id"], int)
+    for key in (
+        "model",
+        "batch_size",
+        "grad_accum",
+        "precision",
+        "checkpointing",
+        "optimizer",
+        "device",
+    ):
+        assert key in trial["spec"]
+    for key in (
+        "context_bytes",
+        "params_bytes",
+        "activations_bytes",
+        "grads_bytes",
+        "optimizer_state_bytes",
+        "peak_allocated_bytes",
+        "peak_reserved_bytes",
+    ):
+        assert isinstance(trial["memory"][key], int)
+    assert trial["throughput"]["samples_per_s"] > 0
+    assert trial["throughput"]["step_s_median"] > 0
+    assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
+
+    history = advisor("history", "model=tiny_cnn", "--json", db_url=db_url)
+    assert history.returncode == 0, history.stderr
+    assert json.loads(history.stdout) == [trial]
+    assert json.loads(advisor("history", "model=gpt2", "--json", db_url=db_url).stdout) == []
+
+
+def test_run_shows_the_breakdown_as_tables(db_url):
+    run = advisor("run", "model=tiny_mlp", "device=cpu", *FAST_OVERRIDES, db_url=db_url)
+    assert run.returncode == 0, run.stderr
+    for words in (
+        "parameters",
+        "optimizer state",
+        "activations",
+        "gradients",
+        "CUDA context",
+        "peak reserved",
+        "samples/s (on the CPU)",
+        "device peak",
+    ):
+        assert words in run.stdout
+    table = advisor("history", db_url=db_url)
+    assert "tiny_mlp on cpu" in table.stdout
+
+
+@pytest.mark.slow
+def test_resnet50_runs_on_a_machine_without_a_gpu(db_url):
+    run = advisor(
+        "run",
+        "model=resnet50",
+        "batch_size=2",
+        "device=cpu",
+        "--json",
+        *FAST_OVERRIDES,
+        db_url=db_url,
+    )
+    assert run.returncode == 0, run.stderr
+    trial = json.loads(run.stdout)
+    assert trial["status"] == "ok"
+    model = torchvision.models.resnet50()
+    tensors = [*model.parameters(), *model.buffers()]  # buffers: BatchNorm's running statistics
+    assert trial["memory"]["params_bytes"] == sum(t.numel() * t.element_size() for t in tensors)
+    assert trial["environment"]["device_name"].startswith("CPU")
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["model=nonesuch"], "advisor: unknown model 'nonesuch'; choose one of: gpt2, resnet50"),
+        (["batch_size=0", "device=cpu"], "advisor: batch_size must be a positive integer, got 0"),
+        (["precision=fp8"], "advisor: precision: Invalid value 'fp8', expected one of [fp32"),
+        (
+            ["device=cpu", "db_url=sqlite:////proc/version/results.sqlite"],
+            "advisor: cannot open the results database sqlite:////proc/version/results.sqlite",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(args, message, db_url):
+    result = advisor("run", *args, db_url=db_url)
+    assert result.returncode != 0
+    assert result.stderr.startswith(message)
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stdout == ""
+    assert trial_count(db_url) == 0
+
+
+def test_bad_history_filter(db_url):
+    result = advisor("history", "colour=blue", db_url=db_url)
+    assert result.returncode == 2
+    assert result.stderr.startswith("advisor: unknown filter 'colour=blue'")
+
+
+def test_help_says_what_and_shows_an_example():
+    top = advisor("--help")
+    assert top.returncode == 0 and "advisor run model=resnet50" in top.stdout
+    for verb in ("run", "history"):
+        help_text = advisor(verb, "--help").stdout
+        assert "Examples:" in help_text and f"advisor {verb}" in help_text

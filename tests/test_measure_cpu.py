@@ -1,0 +1,109 @@
+"""The worker on tiny models on the CPU: every category, the exact ones exact."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FAST, spec_of
+
+from advisor.result import Phase, Status
+from advisor.runner import run_trial
+
+TINY_MLP_PARAMS = (
+    [(64, 256), (256,)] + [(256, 256), (256,), (256,), (256,)] * 3 + [(256, 10), (10,)]
+)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+# Parameter bytes of tiny_mlp (in 64, hidden 256, depth 3, 10 classes) in fp32, counted by hand.
+PARAM_BYTES = 4 * sum(_numel(s) for s in TINY_MLP_PARAMS)
+
+
+def measured(*overrides: str):
+    result = run_trial(spec_of("model=tiny_mlp", *overrides), FAST, timeout_s=120)
+    assert result.status is Status.ok, result.failure
+    assert result.memory is not None and result.throughput is not None
+    return result
+
+
+def test_exact_categories_with_adamw():
+    result = measured("batch_size=32", "optimizer=adamw")
+    m = result.memory
+    assert m.params_bytes == PARAM_BYTES == 872_488
+    assert m.grads_bytes == PARAM_BYTES
+    # exp_avg and exp_avg_sq in fp32 (2 x parameters) plus one 4-byte step counter per tensor
+    assert m.optimizer_state_bytes == 2 * PARAM_BYTES + 4 * len(TINY_MLP_PARAMS)
+    assert m.inputs_bytes == 32 * 64 * 4 + 32 * 8  # float inputs and int64 labels
+
+
+def test_categories_are_consistent_with_the_peak():
+    m = measured("batch_size=64").memory
+    assert m.activations_bytes > 0
+    # At the end of the forward, parameters, optimizer state, the batch and the activations
+    # are all alive; at the optimizer step, parameters, gradients and state are.
+    assert m.params_bytes + m.optimizer_state_bytes + m.inputs_bytes + m.activations_bytes <= (
+        m.steady_peak_allocated_bytes
+    )
+    assert m.params_bytes + m.grads_bytes + m.optimizer_state_bytes <= m.steady_peak_allocated_bytes
+    assert m.steady_peak_allocated_bytes <= m.peak_allocated_bytes
+    assert m.peak_reserved_bytes == m.peak_allocated_bytes  # no caching allocator on the CPU
+    assert m.context_bytes == 0 and m.nvml_process_bytes is None
+    assert m.device_peak_bytes == m.peak_reserved_bytes
+    assert m.peak_phase in (Phase.forward, Phase.backward, Phase.optimizer)
+
+
+def test_activations_grow_with_batch_and_shrink_with_checkpointing():
+    small = measured("batch_size=64").memory.activations_bytes
+    large = measured("batch_size=512").memory.activations_bytes
+    checkpointed = measured("batch_size=512", "checkpointing=blocks").memory.activations_bytes
+    assert 7.0 < large / small <= 8.5  # affine in batch size, the fixed part small
+    assert checkpointed < 0.6 * large
+
+
+@pytest.mark.parametrize(
+    "optimizer,state_per_param_byte",
+    [("sgd", 0), ("sgd_momentum", 1), ("adam", 2), ("adamw_fused", 2)],
+)
+def test_optimizer_state_per_implementation(optimizer, state_per_param_byte):
+    m = measured(f"optimizer={optimizer}").memory
+    steps = m.optimizer_state_bytes - state_per_param_byte * PARAM_BYTES
+    assert steps in (0, 4 * len(TINY_MLP_PARAMS))  # Adam's step counters, where it keeps them
+
+
+def test_grad_accumulation_counts_every_micro_batch():
+    one = measured("batch_size=16").throughput
+    four = measured("batch_size=16", "grad_accum=4").throughput
+    assert four.flops_per_step == pytest.approx(4 * one.flops_per_step)
+    assert four.samples_per_s == pytest.approx(64 / four.step_s_median)
+
+
+def test_throughput_and_flops():
+    t = measured("batch_size=32").throughput
+    # Linear layers: 2 FLOPs per multiply-add forward, 4 backward (input and weight gradients),
+    # except that the first layer needs no input gradient: the batch does not require one.
+    linear_macs = 64 * 256 + 3 * 256 * 256 + 256 * 10
+    assert t.flops_per_step == 6 * 32 * linear_macs - 2 * 32 * 64 * 256
+    assert t.samples_per_s == pytest.approx(32 / t.step_s_median)
+    assert t.timed_steps >= 3 and t.warmup_steps == 3
+    assert t.mfu is None  # no peak FLOP/s for a CPU
+
+
+@pytest.mark.parametrize(
+    "model,overrides",
+    [
+        ("tiny_cnn", ["precision=bf16", "channels_last=true"]),
+        ("tiny_gpt2", ["precision=fp16", "checkpointing=blocks"]),
+        ("tiny_gpt2", ["precision=bf16", "optimizer=adamw_fused"]),
+    ],
+)
+def test_other_models_and_knobs_run(model, overrides):
+    result = run_trial(spec_of(f"model={model}", "batch_size=4", *overrides), FAST, timeout_s=120)
+    assert result.status is Status.ok, result.failure
+    assert result.memory.params_bytes > 0 and result.memory.activations_bytes > 0
+    if model == "tiny_gpt2":
+        assert result.throughput.tokens_per_s == pytest.approx(32 * result.throughput.samples_per_s)
