@@ -3,7 +3,8 @@
 Runs inside the worker process (it initialises CUDA). The protocol (DESIGN.md):
 - setup and the first step are inside the whole-trial peak (cuDNN autotuning and compilation can
   take more than the steady state); the steps after the first are the steady state;
-- at least three warm-up steps, then timed steps until the spread of step times is small;
+- at least three warm-up steps (more while fp16 skips steps), then timed steps until the spread
+  of step times is small;
 - every figure in int bytes and float seconds.
 On the CPU there is no caching allocator: a dispatch mode accounts for every tensor storage while
 the warm-up steps run (it is off for the timed steps, so timing pays nothing for it).
@@ -30,6 +31,12 @@ from advisor.config import MeasureConfig
 from advisor.result import Memory, Phase, Throughput
 from advisor.spec import Device, InputKind, TrialSpec
 from advisor.workload import Workload, build, build_model, compute_loss, make_batch, train_step
+
+
+# fp16's GradScaler starts at a scale of 2**16 and halves it, skipping the optimizer step, while
+# gradients overflow: warm-up goes on (up to this many steps) until a step really updates, so
+# the optimizer state exists and the timed steps are the steady state.
+MAX_WARMUP_STEPS = 50
 
 
 class OutOfMemory(Exception):
@@ -197,14 +204,16 @@ def measure(spec: TrialSpec, settings: MeasureConfig) -> tuple[Memory, Throughpu
         with memory.tracking():
             workload = build(spec, device)
             marks.workload = workload
-            train_step(workload, marks.mark)  # the first step: autotuning, compilation
-            marks.end_step()
+            skipped = warmup_step(workload, marks)  # the first: autotuning, compilation
             first_peak_allocated = memory.peak_allocated()
             first_peak_reserved = memory.peak_reserved()
             marks.restart_peak()
-            for _ in range(max(settings.warmup_steps, 3) - 1):
-                train_step(workload, marks.mark)
-                marks.end_step()
+            warmup_steps = 1
+            while warmup_steps < max(settings.warmup_steps, 3) or (
+                skipped and warmup_steps < MAX_WARMUP_STEPS
+            ):
+                skipped = warmup_step(workload, marks)
+                warmup_steps += 1
             params = [*workload.model.parameters(), *workload.model.buffers()]
             params_bytes = tensor_bytes(params)
             state_bytes = optimizer_state_bytes(workload.optimizer, device)
@@ -245,10 +254,19 @@ def measure(spec: TrialSpec, settings: MeasureConfig) -> tuple[Memory, Throughpu
         step_s_median=median,
         step_s_iqr=_iqr(times),
         timed_steps=len(times),
-        warmup_steps=max(settings.warmup_steps, 3),
+        warmup_steps=warmup_steps,
         flops_per_step=count_flops(spec),
     )
     return mem, throughput
+
+
+def warmup_step(workload: Workload, marks: StepMarks) -> bool:
+    """One marked step; True if fp16's GradScaler skipped the optimizer step (inf gradients)."""
+    scaler = workload.scaler
+    scale = scaler.get_scale() if scaler.is_enabled() else None
+    train_step(workload, marks.mark)
+    marks.end_step()
+    return scale is not None and scaler.get_scale() < scale
 
 
 def time_steps(workload: Workload, settings: MeasureConfig) -> list[float]:

@@ -31,3 +31,21 @@ def crashing(**tiny_mlp_arguments: int) -> nn.Module:
 
 def hanging(**tiny_mlp_arguments: int) -> nn.Module:
     return _Hanging(64, 10)
+
+
+def loud(**tiny_mlp_arguments: int) -> nn.Module:
+    """tiny_mlp with logits scaled up 10^4: its fp16 gradients overflow at GradScaler's first
+    scales, so the scaler skips the optimizer's first steps."""
+    from advisor.models import TinyMLP
+
+    model = TinyMLP(**tiny_mlp_arguments)
+    return nn.Sequential(model, _Scale(1e4))
+
+
+class _Scale(nn.Module):
+    def __init__(self, factor: float) -> None:
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.factor

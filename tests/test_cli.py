@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 import torchvision
-from sqlalchemy import create_engine, inspect
-
 from conftest import FAST_OVERRIDES
+from sqlalchemy import create_engine, inspect
 
 # The console script installed beside this Python (pip install -e .).
 ADVISOR = shutil.which("advisor", path=str(Path(sys.executable).parent))

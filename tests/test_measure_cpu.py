@@ -107,3 +107,11 @@ def test_other_models_and_knobs_run(model, overrides):
     assert result.memory.params_bytes > 0 and result.memory.activations_bytes > 0
     if model == "tiny_gpt2":
         assert result.throughput.tokens_per_s == pytest.approx(32 * result.throughput.samples_per_s)
+
+
+def test_warm_up_lasts_until_fp16_really_steps():
+    spec = spec_of("model=tiny_mlp", "model._target_=builders.loud", "precision=fp16")
+    result = run_trial(spec, FAST, timeout_s=120)
+    assert result.status is Status.ok, result.failure
+    assert result.throughput.warmup_steps > 3  # the scaler skipped the first steps
+    assert result.memory.optimizer_state_bytes == 2 * PARAM_BYTES + 4 * len(TINY_MLP_PARAMS)

@@ -1,0 +1,65 @@
+"""The measuring path on a real GPU (skipped without CUDA; run on the lent H200)."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.config import load, trial_spec
+from advisor.result import Phase, Status
+from advisor.runner import run_trial
+from conftest import FAST
+
+pytestmark = pytest.mark.gpu
+
+
+def measured(*overrides: str):
+    result = run_trial(trial_spec(load(list(overrides))), FAST, timeout_s=300)
+    assert result.status is Status.ok, result.failure
+    return result
+
+
+def test_gpu_trial_has_context_nvml_and_allocator_figures():
+    result = measured("model=tiny_cnn", "device=cuda", "batch_size=64")
+    m, env = result.memory, result.environment
+    assert env.device_memory_bytes > 0 and env.driver and env.cuda
+    assert m.context_bytes > 100 * 2**20  # a CUDA context is hundreds of MiB
+    assert m.nvml_process_bytes is not None and m.nvml_process_bytes > m.context_bytes
+    assert m.peak_reserved_bytes >= m.peak_allocated_bytes >= m.steady_peak_allocated_bytes
+    assert m.device_peak_bytes == m.peak_reserved_bytes + m.context_bytes
+    assert result.throughput.mfu is None or 0 < result.throughput.mfu < 1
+
+
+def test_exact_categories_agree_between_gpu_and_cpu():
+    gpu = measured("model=tiny_mlp", "device=cuda", "batch_size=32").memory
+    cpu = measured("model=tiny_mlp", "device=cpu", "batch_size=32").memory
+    assert gpu.params_bytes == cpu.params_bytes == gpu.grads_bytes
+    # On the GPU, foreach AdamW keeps its step counters on the host: state is exactly 2 x params.
+    assert gpu.optimizer_state_bytes == 2 * gpu.params_bytes
+    assert gpu.inputs_bytes == cpu.inputs_bytes
+    # The allocator rounds each block to 512 bytes, so GPU activations are at least the CPU's.
+    assert gpu.activations_bytes >= cpu.activations_bytes
+
+
+def test_gpu_out_of_memory_is_a_result_with_phase_and_request():
+    spec = trial_spec(
+        load(["model=tiny_mlp", "device=cuda", "batch_size=4000000", f"memory_cap={2**30}"])
+    )
+    result = run_trial(spec, FAST, timeout_s=300)
+    assert result.status is Status.oom, result.failure
+    assert result.failure.phase is Phase.forward
+    assert result.failure.requested_bytes >= 4_000_000 * 256 * 4
+    assert "out of memory" in result.failure.message.lower()
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["precision=fp16", "checkpointing=blocks"],
+        ["precision=bf16", "channels_last=true", "optimizer=adamw_fused"],
+        ["precision=tf32", "expandable_segments=true", "grad_accum=2"],
+        ["precision=bf16", "compile=true"],
+    ],
+)
+def test_knobs_run_on_the_gpu(overrides):
+    result = measured("model=tiny_cnn", "device=cuda", "batch_size=32", *overrides)
+    assert result.memory.activations_bytes > 0 and result.throughput.samples_per_s > 0
