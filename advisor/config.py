@@ -81,9 +81,8 @@ def load(overrides: list[str]) -> DictConfig:
 
 def trial_spec(cfg: DictConfig) -> TrialSpec:
     """The TrialSpec a composed config describes; SpecError says what is wrong with it."""
-    model = OmegaConf.to_container(cfg.model)
-    optimizer = OmegaConf.to_container(cfg.optimizer)
-    assert isinstance(model, dict) and isinstance(optimizer, dict)
+    model = _node(cfg.model)
+    optimizer = _node(cfg.optimizer)
     model_spec = _model_spec(model)
     device = _device(cfg.device)
     if cfg.channels_last and model_spec.input.kind is not InputKind.image:
@@ -106,6 +105,12 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
         expandable_segments=cfg.expandable_segments,
         memory_cap_bytes=cfg.memory_cap,
     )
+
+
+def _node(config: Any) -> dict[str, Any]:
+    node = OmegaConf.to_container(config)
+    assert isinstance(node, dict)
+    return {str(k): v for k, v in node.items()}
 
 
 def _model_spec(node: dict[str, Any]) -> ModelSpec:

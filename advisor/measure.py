@@ -32,7 +32,6 @@ from advisor.result import Memory, Phase, Throughput
 from advisor.spec import Device, InputKind, TrialSpec
 from advisor.workload import Workload, build, build_model, compute_loss, make_batch, train_step
 
-
 # fp16's GradScaler starts at a scale of 2**16 and halves it, skipping the optimizer step, while
 # gradients overflow: warm-up goes on (up to this many steps) until a step really updates, so
 # the optimizer state exists and the timed steps are the steady state.

@@ -23,6 +23,7 @@ CATEGORIES = [
 ]
 OVERHEAD = ("allocator_overhead_bytes", "allocator overhead", "red")
 BAR_WIDTH = 60
+NOISY_SPREAD = 0.05  # step times varying more than this (IQR / median) are flagged
 
 
 def gib(n: float | None) -> str:
@@ -117,7 +118,12 @@ def _throughput_line(result: TrialResult) -> Text:
         parts.insert(1, f"{t.tokens_per_s:,.0f} tokens/s")
     if t.mfu is not None:
         parts.append(f"MFU {t.mfu:.1%}")
-    return Text("throughput: " + "; ".join(parts))
+    line = Text("throughput: " + "; ".join(parts))
+    if t.spread > NOISY_SPREAD:
+        line.append(
+            f"\nnoisy: step times vary by {t.spread:.0%}; trust the rate to no better", "yellow"
+        )
+    return line
 
 
 def history_table(results: Sequence[TrialResult]) -> Table:

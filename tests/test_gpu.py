@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from conftest import FAST
 
 from advisor.config import load, trial_spec
 from advisor.result import Phase, Status
 from advisor.runner import run_trial
-from conftest import FAST
 
 pytestmark = pytest.mark.gpu
 
