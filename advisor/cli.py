@@ -10,12 +10,13 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
-from advisor import report
+from advisor import gpus, report, search
 from advisor.config import ConfigError, MeasureConfig, load, trial_spec
-from advisor.result import Status
+from advisor.recommend import recommend
+from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
-from advisor.spec import SpecError
-from advisor.store.store import Store, StoreError
+from advisor.spec import Device, SpecError, TrialSpec
+from advisor.store.store import Store, StoreError, Sweep, study_url
 
 app = typer.Typer(
     help="Measure where GPU memory and time go in real PyTorch training steps.\n\n"
@@ -81,6 +82,166 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         err.print(f"memory breakdown drawn in {cfg.plot}", highlight=False)
     if result.status in (Status.crashed, Status.timeout):
         raise typer.Exit(1)
+
+
+@app.command()
+def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
+    """Search the training settings for the fastest that fits a GPU, measuring each for real.
+
+    \b
+    Examples:
+      advisor sweep model=resnet50
+      advisor sweep model=resnet50 gpu=a100_40gb effective_batch_size=256
+      advisor sweep model=gpt2 gpu.memory=40GiB trials=20 space.precision=[bf16]
+    \b
+    Target: gpu=auto (the local GPU), gpu=PROFILE (conf/gpu), or gpu.memory=SIZE; margin=0.05
+      keeps that fraction free. Budget: trials=N (measured specs), minutes=M, patience=N.
+    Space: space.batch_sizes=[...] space.grad_accum=[...] space.precision=[...]
+      space.checkpointing=[...] space.optimizers=[...] (default: implementations of optimizer=)
+      space.channels_last=[...] space.compile=[...] space.expandable_segments=[...]
+    Running the same command again resumes an interrupted sweep; plot=FILE.png names the plot.
+    """
+    overrides = overrides or []
+    try:
+        cfg = load(overrides)
+        base = trial_spec(cfg)
+        target = search.target_of(cfg, base.device)
+        space = search.space_of(cfg, overrides, base)
+    except (ConfigError, SpecError) as error:
+        fail(str(error))
+    try:
+        store = Store(cfg.db_url)
+    except StoreError as error:
+        fail(str(error), code=1)
+    device_name, torch_version = local_device(base.device)
+    backend = search.WorkerBackend(
+        store, MeasureConfig(**cfg.measure), cfg.timeout_s, device_name, torch_version
+    )
+    key = search.sweep_key(space, target, device_name, torch_version)
+    record = store.open_sweep(
+        Sweep(
+            key,
+            base.model.name,
+            target.name,
+            target.memory_bytes,
+            target.margin,
+            space.effective_batch_size,
+        )
+    )
+    assert record.id is not None
+    sweep_id = record.id
+    study = search.open_study(cfg.study_db_url or study_url(), key)
+    earlier = store.sweep_trials(sweep_id)
+    err.print(
+        f"sweep {sweep_id}: {base.model.name} on {device_name} for {target.name} "
+        f"({space.size()} points in the space)"
+        + (f", resuming with {len(earlier)} trials" if earlier else ""),
+        highlight=False,
+    )
+    sweeper = search.Sweeper(
+        space,
+        target,
+        MeasuringBackend(backend),
+        study,
+        on_step=lambda progress, step: err.print(
+            report.sweep_step_line(progress, step, cfg.trials), soft_wrap=True
+        ),
+        on_result=lambda result, reused: store.link(sweep_id, result.id or 0, reused),
+    )
+    sweeper.resume(earlier)
+    sweeper.warm_start(
+        [
+            r
+            for r in store.trials(model=base.model.name)
+            if r.environment and r.environment.device_name == device_name
+        ]
+    )
+    reason = sweeper.run(cfg.trials, cfg.minutes, cfg.patience)
+    err.print(f"stopped: {reason}", highlight=False)
+    results = list(sweeper.results.values())
+    rec = recommend(results, target, space.effective_batch_size)
+    confirmation = None
+    local = gpus.local_gpu() if base.device.value == "cuda" else None
+    while rec.best is not None and local and target.memory_bytes < local.memory_bytes:
+        with err.status(f"confirming under a cap of {report.gib(target.allowed_bytes)}"):
+            confirmation = search.confirm_under_cap(backend, rec.best, target)
+        store.link(sweep_id, confirmation.id or 0, False)
+        if confirmation.status.value == "ok":
+            break
+        results = [r for r in results if r.spec.hash != rec.best.spec.hash]
+        rec = recommend(results, target, space.effective_batch_size)
+    store.finish_sweep(sweep_id, reason)
+    plot = Path(cfg.plot or f"advisor-sweep-{sweep_id}.png")
+    if rec.considered:
+        report.save_sweep_png(results, rec, plot)
+    if as_json:
+        payload = {
+            "sweep": {"id": sweep_id, "stop_reason": reason, "plot": str(plot)},
+            **rec.to_dict(),
+            "confirmation": confirmation.to_dict() if confirmation else None,
+        }
+        print(json.dumps(payload, indent=2))
+    else:
+        out.print(report.recommendation_report(rec, confirmation))
+    if rec.considered:
+        err.print(f"plot of throughput against memory: {plot}", highlight=False)
+    if rec.best is None:
+        raise typer.Exit(1)
+
+
+@app.command(name="recommend")
+def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
+    """Answer from history alone, without a GPU: the fastest stored setting that fits.
+
+    \b
+    Examples:
+      advisor recommend model=resnet50 gpu=a100_40gb effective_batch_size=256
+      advisor recommend model=gpt2 gpu.memory=24GiB --json
+    Throughput comes from whatever GPU measured it (the output says which); whether a setting
+    fits transfers between GPUs with the same torch version.
+    """
+    try:
+        cfg = load(["device=cpu", *(overrides or [])])  # nothing runs: no device needed
+        base = trial_spec(cfg)
+        target = search.target_of(cfg, base.device)
+    except (ConfigError, SpecError) as error:
+        fail(str(error))
+    try:
+        store = Store(cfg.db_url)
+    except StoreError as error:
+        fail(str(error), code=1)
+    history = [
+        r for r in store.trials(model=base.model.name, status="ok") if r.spec.model == base.model
+    ]
+    rec = recommend(history, target, cfg.effective_batch_size)
+    if as_json:
+        print(json.dumps(rec.to_dict(), indent=2))
+    else:
+        out.print(report.recommendation_report(rec, None))
+    if rec.best is None:
+        raise typer.Exit(1)
+
+
+class MeasuringBackend:
+    """Shows a spinner naming the spec while a worker measures it."""
+
+    def __init__(self, backend: search.WorkerBackend) -> None:
+        self.backend = backend
+
+    def measure(self, spec: TrialSpec) -> TrialResult:
+        with err.status(f"measuring {report.describe_spec(spec)}"):
+            return self.backend.measure(spec)
+
+    def measured_before(self, spec: TrialSpec) -> TrialResult | None:
+        return self.backend.measured_before(spec)
+
+
+def local_device(device: Device) -> tuple[str, str]:
+    """The name the worker will report for this device, and torch's version (no CUDA init)."""
+    import torch
+
+    gpu = gpus.local_gpu() if device is Device.cuda else None
+    return (gpu.name if gpu else gpus.cpu_name()), torch.__version__
 
 
 HISTORY_FILTERS = ("model", "status", "hash", "limit", "db_url")

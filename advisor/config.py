@@ -29,7 +29,7 @@ from advisor.spec import (
 
 # Keys of a model or optimizer node that describe it; the rest are the builder's arguments.
 MODEL_META_KEYS = ("name", "family", "input", "loss", "block", "seq_len")
-OPTIMIZER_META_KEYS = ("name",)
+OPTIMIZER_META_KEYS = ("name", "algorithm")
 
 
 @dataclasses.dataclass
@@ -39,6 +39,27 @@ class MeasureConfig:
     max_timed_steps: int = 200  # stop timing here even if the spread is still wide
     max_timed_s: float = 30.0  # ... or after this many seconds of timed steps
     target_spread: float = 0.02  # stop once IQR / median of step times is below this
+
+
+@dataclasses.dataclass
+class SpaceConfig:
+    """What a sweep searches. An axis with one value is fixed; the command's own setting (e.g.
+    precision=bf16) does not narrow the space: give the axis one value (space.precision=[bf16])."""
+
+    batch_sizes: list[int] = dataclasses.field(
+        default_factory=lambda: [2**i for i in range(11)]  # micro batches 1 to 1024
+    )
+    grad_accum: list[int] = dataclasses.field(default_factory=lambda: [1, 2, 4, 8])
+    checkpointing: list[Checkpointing] = dataclasses.field(
+        default_factory=lambda: list(Checkpointing)
+    )
+    precision: list[Precision] = dataclasses.field(default_factory=lambda: list(Precision))
+    # None: the implementations of the chosen optimizer's algorithm (adamw: adamw, adamw_fused);
+    # name others to open the axis to other algorithms.
+    optimizers: list[str] | None = None
+    channels_last: list[bool] = dataclasses.field(default_factory=lambda: [False, True])
+    compile: list[bool] = dataclasses.field(default_factory=lambda: [False, True])
+    expandable_segments: list[bool] = dataclasses.field(default_factory=lambda: [False, True])
 
 
 @dataclasses.dataclass
@@ -59,6 +80,14 @@ class Config:
     db_url: str | None = None  # SQLAlchemy URL of the results database (or ADVISOR_DB_URL)
     plot: str | None = None  # also draw the memory breakdown into this PNG file
     measure: MeasureConfig = dataclasses.field(default_factory=MeasureConfig)
+    # sweep and recommend
+    space: SpaceConfig = dataclasses.field(default_factory=SpaceConfig)
+    effective_batch_size: int | None = None  # only specs with batch_size x grad_accum = this
+    trials: int = 40  # the sweep measures at most this many specs
+    minutes: float | None = None  # ... and stops starting new ones after this long
+    patience: int = 12  # ... or after this many measured specs without a better feasible one
+    margin: float = 0.05  # fraction of the target's memory kept free
+    study_db_url: str | None = None  # Optuna's storage (default db/optuna.sqlite)
 
 
 ConfigStore.instance().store(name="schema", node=Config)
@@ -175,3 +204,12 @@ def _one_line(error: Exception) -> str:
         key = f"{key}.{new_key.group(1)}" if not key.endswith(new_key.group(1)) else key
         return f"{key}: no such argument in the config; add it with +{key}=VALUE"
     return f"{key}: {first}"
+
+
+def implementations(algorithm: str) -> list[str]:
+    """The optimizer configs that implement one algorithm (adamw: adamw, adamw_fused)."""
+    names = []
+    for path in sorted((CONF_DIR / "optimizer").glob("*.yaml")):
+        if _node(OmegaConf.load(path)).get("algorithm") == algorithm:
+            names.append(path.stem)
+    return names

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import platform
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,6 +71,42 @@ def local_gpu(index: int = 0) -> LocalGpu | None:
         )
 
 
+def cpu_name() -> str:
+    """The CPU as a device name: 'CPU: ' and its model."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return "CPU: " + line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU: " + (platform.processor() or platform.machine())
+
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+
+
+def parse_bytes(value: int | float | str) -> int:
+    """24GiB, 40 GB, 1.5e9 or 123 as bytes; ValueError for anything else."""
+    if isinstance(value, int | float):
+        return int(value)
+    match = re.fullmatch(r"\s*([\d.]+(?:e\d+)?)\s*([a-zA-Z]*)\s*", value)
+    if not match or match.group(2).lower() not in _UNITS:
+        raise ValueError(f"{value!r} is not a size; write it like 24GiB, 40GB or 25769803776")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
 def _text(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -108,3 +145,11 @@ def _nvml() -> Iterator[Any]:
         yield pynvml
     finally:
         pynvml.nvmlShutdown()
+
+
+def format_bytes(n: int) -> str:
+    """A size as a budget is written: 24GiB, 1.5GiB, 512MiB."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:g}{unit}"
+    return f"{n}B"

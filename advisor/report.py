@@ -10,7 +10,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from advisor.recommend import Recommendation
 from advisor.result import Memory, Status, TrialResult
+from advisor.search import Step, SweepProgress, Target
+from advisor.spec import TrialSpec
 
 # The categories of a breakdown, in the order they are stacked, with their colours.
 CATEGORIES = [
@@ -35,7 +38,10 @@ def gib(n: float | None) -> str:
 
 
 def describe(result: TrialResult) -> str:
-    s = result.spec
+    return describe_spec(result.spec)
+
+
+def describe_spec(s: TrialSpec) -> str:
     knobs = [f"batch {s.batch_size}"]
     if s.grad_accum > 1:
         knobs.append(f"x{s.grad_accum} accum")
@@ -181,3 +187,144 @@ def save_memory_png(result: TrialResult, device_memory: int | None, path: Path) 
 
 def _share(value: int | None, total: int | None) -> str:
     return f"{value / total:.1%}" if value is not None and total else "-"
+
+
+def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
+    """One line per spec the sweep settled: k of n measured, the spec, its fate, the best."""
+    if step.result is not None and step.result.status is Status.ok and step.result.memory:
+        t, m = step.result.throughput, step.result.memory
+        rate = f"{t.samples_per_s:,.1f}/s" if t else "-"
+        fate = f"{rate}, peak {gib(m.device_peak_bytes)} ({'fits' if step.feasible else 'too big'})"
+    elif step.result is not None:
+        fate = step.result.status.value
+    else:
+        fate = f"skipped: {step.reason}"
+    best = (
+        progress.best.throughput.samples_per_s if progress.best and progress.best.throughput else 0
+    )
+    style = "green" if step.feasible else "yellow" if step.result is None else "red"
+    return Text.assemble(
+        (f"[{progress.measured}/{trials} measured, {progress.elapsed_s:4.0f}s] ", "grey50"),
+        f"{step.how:13} {describe_spec(step.spec):55} ",
+        (fate, style),
+        (f"  best {best:,.1f}/s" if best else "", "bold"),
+    )
+
+
+def recommendation_report(rec: Recommendation, confirmation: TrialResult | None) -> Group:
+    target = rec.target
+    lines: list[Text | Table] = [
+        Text(
+            f"target: {target.name}, {gib(target.memory_bytes)}, keeping {target.margin:.0%} free "
+            f"(fits under {gib(target.allowed_bytes)}); {rec.considered} measured settings",
+            style="bold",
+        )
+    ]
+    best = rec.best
+    if best is None or best.memory is None or best.throughput is None:
+        lines.append(Text(f"no recommendation: {rec.thin}", style="red"))
+        return Group(*lines)
+    memory, throughput = best.memory, best.throughput
+    lines.append(
+        Text.assemble(
+            ("recommended: ", "bold green"),
+            (describe_spec(best.spec), "bold"),
+            f" — {throughput.samples_per_s:,.1f} samples/s, device peak "
+            f"{gib(memory.device_peak_bytes)} of {gib(target.memory_bytes)} "
+            f"({gib(rec.margin_left_bytes)} left), trial {best.id}",
+        )
+    )
+    if confirmation is not None:
+        cap = gib(confirmation.spec.memory_cap_bytes)
+        lines.append(
+            Text(
+                f"confirmed under a cap of {cap} on the local GPU: "
+                f"{confirmation.status.value} (trial {confirmation.id})"
+            )
+        )
+    if rec.thin:
+        lines.append(Text(f"caution: {rec.thin}", style="yellow"))
+    if not target.name.startswith("local"):
+        where = ", ".join(rec.measured_on)
+        lines.append(
+            Text(
+                f"throughput was measured on {where}; memory feasibility transfers to "
+                f"{target.name} (same torch version), throughput does not",
+                style="yellow",
+            )
+        )
+    lines.append(_memory_table(memory, target.memory_bytes))
+    lines.append(memory_bar(memory, target.memory_bytes))
+    lines.append(_results_table("runners-up", rec.runners_up, target))
+    front_title = "Pareto front: nothing else is both faster and smaller"
+    lines.append(_results_table(front_title, rec.front, target))
+    return Group(*lines)
+
+
+def _results_table(title: str, results: Sequence[TrialResult], target: Target) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("trial", "setting", "samples/s", "device peak", "fits"):
+        table.add_column(column, justify="right" if column in ("trial", "samples/s") else "left")
+    for r in results:
+        t, m = r.throughput, r.memory
+        table.add_row(
+            str(r.id),
+            describe_spec(r.spec),
+            f"{t.samples_per_s:,.1f}" if t else "-",
+            gib(m.device_peak_bytes) if m else "-",
+            "yes" if target.fits(r) else "no",
+        )
+    return table
+
+
+def save_sweep_png(results: Sequence[TrialResult], rec: Recommendation, path: Path) -> None:
+    """Throughput against device peak for every measured setting, the budget line, and the
+    recommendation marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    target = rec.target
+    ok = [r for r in results if r.status is Status.ok and r.memory and r.throughput]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for fits, colour, label in ((True, "#2ca02c", "fits"), (False, "#d62728", "too big")):
+        chosen = [r for r in ok if target.fits(r) is fits]
+        ax.scatter(
+            [r.memory.device_peak_bytes / 2**30 for r in chosen],  # type: ignore[union-attr]
+            [r.throughput.samples_per_s for r in chosen],  # type: ignore[union-attr]
+            color=colour,
+            label=label,
+            alpha=0.7,
+        )
+    front = rec.front
+    ax.plot(
+        [r.memory.device_peak_bytes / 2**30 for r in front],  # type: ignore[union-attr]
+        [r.throughput.samples_per_s for r in front],  # type: ignore[union-attr]
+        color="grey",
+        linestyle=":",
+        label="Pareto front",
+    )
+    ax.axvline(
+        target.allowed_bytes / 2**30,
+        color="black",
+        linestyle="--",
+        label=f"budget {gib(target.allowed_bytes)}",
+    )
+    if rec.best is not None and rec.best.memory and rec.best.throughput:
+        ax.scatter(
+            [rec.best.memory.device_peak_bytes / 2**30],
+            [rec.best.throughput.samples_per_s],
+            marker="*",
+            s=300,
+            color="gold",
+            edgecolor="black",
+            label="recommended",
+            zorder=5,
+        )
+    ax.set_xlabel("device peak (reserved + context), GiB")
+    ax.set_ylabel("samples/s")
+    ax.set_title(f"{rec.best.spec.model.name if rec.best else ''} sweep for {target.name}")
+    ax.legend(fontsize=8)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)

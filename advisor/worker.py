@@ -56,7 +56,7 @@ def environment(spec: TrialSpec) -> Environment:
         memory: int | None = torch.cuda.get_device_properties(0).total_memory
         driver = gpu.driver if gpu else None
     else:
-        name, memory, driver = _cpu_name(), None, None
+        name, memory, driver = gpus.cpu_name(), None, None
     return Environment(
         device_name=name,
         device_memory_bytes=memory,
@@ -67,17 +67,6 @@ def environment(spec: TrialSpec) -> Environment:
         python=platform.python_version(),
         host=socket.gethostname(),
     )
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return "CPU: " + line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "CPU: " + (platform.processor() or platform.machine())
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
-from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -29,11 +29,12 @@ from advisor.result import (
     memory_from_dict,
 )
 from advisor.spec import TrialSpec
-from advisor.store.tables import EnvironmentRow, TrialRow
+from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
 
 DB_DIR = CONF_DIR.parent / "db"
 MIGRATIONS = DB_DIR / "migrations"
 URL_VARIABLE = "ADVISOR_DB_URL"
+STUDY_URL_VARIABLE = "ADVISOR_STUDY_DB_URL"
 
 _MEMORY_FIELDS = [f.name for f in dataclasses.fields(Memory)]
 _THROUGHPUT_FIELDS = [f.name for f in dataclasses.fields(Throughput)]
@@ -47,6 +48,12 @@ class StoreError(RuntimeError):
 def default_url() -> str:
     """ADVISOR_DB_URL if set, else db/advisor.sqlite in the checkout."""
     return os.environ.get(URL_VARIABLE) or f"sqlite:///{DB_DIR / 'advisor.sqlite'}"
+
+
+def study_url() -> str:
+    """Where Optuna keeps sweeps' studies: ADVISOR_STUDY_DB_URL, else db/optuna.sqlite. Never
+    the results database: Optuna's tables are its own."""
+    return os.environ.get(STUDY_URL_VARIABLE) or f"sqlite:///{DB_DIR / 'optuna.sqlite'}"
 
 
 class Store:
@@ -98,6 +105,87 @@ class Store:
         with self._session() as session:
             row = session.get(TrialRow, trial_id)
             return None if row is None else _result(row)
+
+    def measured_before(self, spec: TrialSpec, device_name: str, torch: str) -> TrialResult | None:
+        """The newest ok or oom result of this spec on this kind of device and torch version."""
+        query = (
+            select(TrialRow)
+            .join(TrialRow.environment)
+            .where(TrialRow.spec_hash == spec.hash, TrialRow.status.in_(["ok", "oom"]))
+            .where(EnvironmentRow.device_name == device_name, EnvironmentRow.torch == torch)
+            .order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
+            .limit(1)
+        )
+        with self._session() as session:
+            row = session.scalar(query)
+            return None if row is None else _result(row)
+
+    def open_sweep(self, sweep: Sweep) -> Sweep:
+        """The stored sweep with this key (to resume it), or this one, stored anew."""
+        with self._session.begin() as session:
+            row = session.scalar(select(SweepRow).where(SweepRow.key == sweep.key))
+            if row is None:
+                values = {k: v for k, v in dataclasses.asdict(sweep).items() if k != "id"}
+                row = SweepRow(**{**values, "created_at": datetime.datetime.now(datetime.UTC)})
+                session.add(row)
+                session.flush()
+            return _sweep(row)
+
+    def link(self, sweep_id: int, trial_id: int, reused: bool) -> None:
+        """Record that a sweep used a trial (once; using it again changes nothing)."""
+        with self._session.begin() as session:
+            if session.get(SweepTrialRow, (sweep_id, trial_id)) is not None:
+                return
+            position = session.scalar(
+                select(func.count()).where(SweepTrialRow.sweep_id == sweep_id)
+            )
+            session.add(
+                SweepTrialRow(
+                    sweep_id=sweep_id, trial_id=trial_id, position=position or 0, reused=reused
+                )
+            )
+
+    def sweep_trials(self, sweep_id: int) -> list[tuple[TrialResult, bool]]:
+        """The trials a sweep used, in order, each with whether it was reused from history."""
+        query = (
+            select(TrialRow, SweepTrialRow.reused)
+            .join(SweepTrialRow, SweepTrialRow.trial_id == TrialRow.id)
+            .where(SweepTrialRow.sweep_id == sweep_id)
+            .order_by(SweepTrialRow.position)
+        )
+        with self._session() as session:
+            return [(_result(row), reused) for row, reused in session.execute(query)]
+
+    def finish_sweep(self, sweep_id: int, stop_reason: str) -> None:
+        with self._session.begin() as session:
+            row = session.get(SweepRow, sweep_id)
+            assert row is not None
+            row.stop_reason = stop_reason
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    key: str  # identifies the sweep (model, target, space, environment): the same command, resumed
+    model: str
+    target: str
+    target_memory_bytes: int
+    margin: float
+    effective_batch_size: int | None
+    stop_reason: str | None = None
+    id: int | None = None
+
+
+def _sweep(row: SweepRow) -> Sweep:
+    return Sweep(
+        key=row.key,
+        model=row.model,
+        target=row.target,
+        target_memory_bytes=row.target_memory_bytes,
+        margin=row.margin,
+        effective_batch_size=row.effective_batch_size,
+        stop_reason=row.stop_reason,
+        id=row.id,
+    )
 
 
 def upgrade(engine: Engine) -> None:

@@ -86,3 +86,30 @@ class TrialRow(Base):
     warmup_steps: Mapped[int | None]
     flops_per_step: Mapped[float | None] = mapped_column(Float)
     mfu: Mapped[float | None] = mapped_column(Float)
+
+
+class SweepRow(Base):
+    """One sweep: what it searched for. Re-running the same command finds it by key and resumes."""
+
+    __tablename__ = "sweeps"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), unique=True)  # also the Optuna study's name
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime(timezone=True))
+    model: Mapped[str] = mapped_column(String(200))
+    target: Mapped[str] = mapped_column(String(200))  # the GPU profile or budget searched for
+    target_memory_bytes: Mapped[int] = mapped_column(BigInteger)
+    margin: Mapped[float] = mapped_column(Float)
+    effective_batch_size: Mapped[int | None]
+    stop_reason: Mapped[str | None] = mapped_column(Text)  # None while running or interrupted
+
+
+class SweepTrialRow(Base):
+    """A trial a sweep used: measured for it, or reused from history (several sweeps may)."""
+
+    __tablename__ = "sweep_trials"
+
+    sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id"), primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"), primary_key=True)
+    position: Mapped[int]  # the order in which the sweep used it
+    reused: Mapped[bool]

@@ -1,0 +1,51 @@
+"""Peak device memory against micro batch size, per family of specs.
+
+A family is every spec that differs only in micro batch size. Within one, the device peak is
+close to affine in the batch: a fixed part (context, parameters, gradients, optimizer state,
+workspaces) plus a part per sample (activations, inputs). Two measured batches fix the line;
+more are fitted by least squares, and the worst residual is kept as the line's own error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+from advisor.spec import TrialSpec
+
+
+def family_key(spec: TrialSpec) -> str:
+    """Specs with the same key differ only in micro batch size."""
+    return dataclasses.replace(spec, batch_size=1).hash
+
+
+@dataclasses.dataclass(frozen=True)
+class AffineFit:
+    fixed_bytes: float  # the peak at batch 0
+    bytes_per_sample: float
+    max_residual_bytes: float  # the worst miss on the points it was fitted to
+    points: int
+
+    def peak(self, batch_size: int) -> float:
+        return self.fixed_bytes + self.bytes_per_sample * batch_size
+
+    def largest_batch(self, budget_bytes: float) -> int:
+        """The largest micro batch whose predicted peak is within the budget (0 if none)."""
+        if self.bytes_per_sample <= 0:
+            return 0
+        return max(0, math.floor((budget_bytes - self.fixed_bytes) / self.bytes_per_sample))
+
+
+def fit(points: Sequence[tuple[int, int]]) -> AffineFit | None:
+    """Least-squares line through (batch size, peak bytes); None below two distinct batches."""
+    if len({b for b, _ in points}) < 2:
+        return None
+    n = len(points)
+    mean_b = sum(b for b, _ in points) / n
+    mean_p = sum(p for _, p in points) / n
+    var = sum((b - mean_b) ** 2 for b, _ in points)
+    slope = sum((b - mean_b) * (p - mean_p) for b, p in points) / var
+    intercept = mean_p - slope * mean_b
+    residual = max(abs(p - (intercept + slope * b)) for b, p in points)
+    return AffineFit(intercept, slope, residual, n)

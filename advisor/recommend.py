@@ -1,0 +1,94 @@
+"""From measured trials and a target GPU: the fastest setting that fits, the runners-up, and the
+Pareto front of throughput against device memory."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from advisor.result import Status, TrialResult
+from advisor.search import Target
+
+MIN_TRIALS = 3  # fewer measured settings than this is too thin to recommend from
+RUNNERS_UP = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Recommendation:
+    target: Target
+    best: TrialResult | None  # None: nothing measured fits
+    runners_up: list[TrialResult]  # the next fastest that fit
+    front: list[TrialResult]  # no other trial is both faster and smaller; fitting or not
+    considered: int  # ok trials looked at
+    measured_on: list[str]  # the devices the throughput figures come from
+    thin: str | None  # why history is too thin to trust, if it is
+
+    @property
+    def margin_left_bytes(self) -> int | None:
+        if self.best is None or self.best.memory is None:
+            return None
+        return self.target.memory_bytes - self.best.memory.device_peak_bytes
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "target": dataclasses.asdict(self.target),
+            "recommendation": self.best.to_dict() if self.best else None,
+            "runners_up": [r.to_dict() for r in self.runners_up],
+            "pareto_front": [r.to_dict() for r in self.front],
+            "considered": self.considered,
+            "measured_on": self.measured_on,
+            "thin": self.thin,
+            "margin_left_bytes": self.margin_left_bytes,
+        }
+
+
+def recommend(
+    results: Sequence[TrialResult], target: Target, effective_batch_size: int | None = None
+) -> Recommendation:
+    ok = [
+        r
+        for r in _newest_per_spec(results)
+        if r.status is Status.ok and r.memory is not None and r.throughput is not None
+        if effective_batch_size is None or r.spec.effective_batch_size == effective_batch_size
+    ]
+    fitting = sorted((r for r in ok if target.fits(r)), key=_speed, reverse=True)
+    thin = None
+    if len(ok) < MIN_TRIALS:
+        thin = f"only {len(ok)} measured setting(s); measure more with advisor sweep"
+    elif not fitting:
+        thin = "no measured setting fits the target; sweep smaller batches or checkpointing"
+    return Recommendation(
+        target=target,
+        best=fitting[0] if fitting else None,
+        runners_up=fitting[1 : 1 + RUNNERS_UP],
+        front=pareto_front(ok),
+        considered=len(ok),
+        measured_on=sorted({r.environment.device_name for r in ok if r.environment}),
+        thin=thin,
+    )
+
+
+def pareto_front(results: Sequence[TrialResult]) -> list[TrialResult]:
+    """Trials no other beats on both throughput (higher) and device peak (lower); by memory."""
+    by_memory = sorted(results, key=lambda r: (_peak(r), -_speed(r)))
+    front: list[TrialResult] = []
+    for r in by_memory:
+        if not front or _speed(r) > _speed(front[-1]):
+            front.append(r)
+    return front
+
+
+def _newest_per_spec(results: Sequence[TrialResult]) -> list[TrialResult]:
+    newest: dict[str, TrialResult] = {}
+    for r in results:
+        if r.spec.hash not in newest or (r.id or 0) > (newest[r.spec.hash].id or 0):
+            newest[r.spec.hash] = r
+    return list(newest.values())
+
+
+def _speed(r: TrialResult) -> float:
+    return r.throughput.samples_per_s if r.throughput else 0.0
+
+
+def _peak(r: TrialResult) -> int:
+    return r.memory.device_peak_bytes if r.memory else 0

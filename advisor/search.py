@@ -1,0 +1,469 @@
+"""The sweep: an Optuna study (ask/tell) over training settings, cheap by construction.
+
+Objective: throughput (samples/s). Constraint: the device peak (reserved + context) within the
+target's memory less a margin, given to Optuna with `trial.set_constraint`; an OOM is a complete,
+infeasible trial, so the sampler learns where the wall is. Before any GPU time is spent on a spec:
+- a spec measured before in this environment is reused;
+- a batch at or above one that did not fit (same other knobs) is infeasible without running;
+- a family's fitted memory line (memory_model) that clearly puts a spec over budget skips it.
+After a spec fits, the same family at the largest batch predicted to fit (or, before two points
+fix the line, at the next batch up) is queued next: throughput usually grows with batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import optuna
+from omegaconf import DictConfig, OmegaConf
+from optuna.distributions import BaseDistribution, CategoricalDistribution
+from optuna.trial import TrialState
+from sqlalchemy.engine import make_url
+
+from advisor import config, gpus
+from advisor.config import MeasureConfig, SpaceConfig
+from advisor.memory_model import AffineFit, family_key, fit
+from advisor.result import Status, TrialResult
+from advisor.runner import run_trial
+from advisor.spec import (
+    Checkpointing,
+    Device,
+    InputKind,
+    OptimizerSpec,
+    Precision,
+    SpecError,
+    TrialSpec,
+)
+from advisor.store.store import Store
+
+CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
+CLEARLY_OVER = 0.03  # skip a spec when the memory line puts it this far over, beyond its error
+MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
+
+Choice = bool | int | float | str | None  # a value Optuna can choose for an axis
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """The GPU memory a sweep must fit: a profile's, a budget, or the local GPU's."""
+
+    name: str
+    memory_bytes: int
+    margin: float  # fraction kept free
+
+    @property
+    def allowed_bytes(self) -> int:
+        return int(self.memory_bytes * (1 - self.margin))
+
+    def excess(self, peak_bytes: float) -> float:
+        """Optuna's constraint value: <= 0 fits."""
+        return (peak_bytes - self.allowed_bytes) / self.allowed_bytes
+
+    def fits(self, result: TrialResult) -> bool:
+        return (
+            result.status is Status.ok
+            and result.memory is not None
+            and (result.memory.device_peak_bytes <= self.allowed_bytes)
+        )
+
+
+class Backend(Protocol):
+    """Where measurements come from: worker processes on the local device, or (in tests) a
+    recorded table."""
+
+    def measure(self, spec: TrialSpec) -> TrialResult: ...  # measured now, and stored
+
+    def measured_before(self, spec: TrialSpec) -> TrialResult | None: ...
+
+
+class WorkerBackend:
+    """Each spec in a worker process of its own; every result stored."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: MeasureConfig,
+        timeout_s: float,
+        device_name: str,
+        torch_version: str,
+    ) -> None:
+        self.store, self.settings, self.timeout_s = store, settings, timeout_s
+        self.device_name, self.torch_version = device_name, torch_version
+
+    def measure(self, spec: TrialSpec) -> TrialResult:
+        return self.store.add(run_trial(spec, self.settings, self.timeout_s))
+
+    def measured_before(self, spec: TrialSpec) -> TrialResult | None:
+        return self.store.measured_before(spec, self.device_name, self.torch_version)
+
+
+class Space:
+    """The axes searched and the TrialSpec each point names."""
+
+    def __init__(
+        self,
+        base: TrialSpec,
+        config: SpaceConfig,
+        optimizers: dict[str, TrialSpec],  # implementation name -> base spec with it
+        effective_batch_size: int | None,
+    ) -> None:
+        self.base, self.optimizers = base, optimizers
+        self.effective_batch_size = effective_batch_size
+        image = base.model.input.kind is InputKind.image and len(base.model.input.shape) == 3
+        cuda = base.device is Device.cuda
+        axes: dict[str, Sequence[Choice]] = {
+            "checkpointing": [c.value for c in config.checkpointing],
+            "precision": [p.value for p in config.precision],
+            "optimizer": list(optimizers),
+            "channels_last": list(config.channels_last) if image else [False],
+            "compile": list(config.compile),
+            "expandable_segments": list(config.expandable_segments) if cuda else [False],
+        }
+        if not base.model.block:
+            axes["checkpointing"] = [Checkpointing.none.value]
+        if effective_batch_size is None:
+            axes["batch_size"] = sorted(set(config.batch_sizes))
+            axes["grad_accum"] = sorted(set(config.grad_accum))
+        else:
+            accum = [a for a in sorted(set(config.grad_accum)) if effective_batch_size % a == 0]
+            if not accum:
+                raise SpecError(
+                    f"no grad_accum in {list(config.grad_accum)} divides effective_batch_size="
+                    f"{effective_batch_size}; add one to space.grad_accum"
+                )
+            axes["grad_accum"] = accum
+        for name, values in axes.items():
+            if not values:
+                raise SpecError(f"space.{name} is empty; give it at least one value")
+        # micro batches the sweep may climb to (none when the effective batch fixes them)
+        self.batch_sizes: list[int] = (
+            sorted(set(config.batch_sizes)) if effective_batch_size is None else []
+        )
+        self.fixed = {k: v[0] for k, v in axes.items() if len(v) == 1}
+        self.axes = {k: v for k, v in axes.items() if len(v) > 1}  # what Optuna chooses
+        self.distributions: dict[str, BaseDistribution] = {
+            k: CategoricalDistribution(v) for k, v in self.axes.items()
+        }
+
+    def spec(self, params: dict[str, object]) -> TrialSpec:
+        p = {**self.fixed, **params}
+        accum = int(p["grad_accum"])  # type: ignore[call-overload]
+        batch = (
+            self.effective_batch_size // accum
+            if self.effective_batch_size is not None
+            else int(p["batch_size"])  # type: ignore[call-overload]
+        )
+        return dataclasses.replace(
+            self.optimizers[str(p["optimizer"])],
+            batch_size=batch,
+            grad_accum=accum,
+            checkpointing=Checkpointing(p["checkpointing"]),
+            precision=Precision(p["precision"]),
+            channels_last=bool(p["channels_last"]),
+            compile=bool(p["compile"]),
+            expandable_segments=bool(p["expandable_segments"]),
+        )
+
+    def params(self, spec: TrialSpec) -> dict[str, object] | None:
+        """The point of the space that names this spec, or None if it lies outside."""
+        if spec.optimizer.name not in self.optimizers:
+            return None
+        values: dict[str, object] = {
+            "batch_size": spec.batch_size,
+            "grad_accum": spec.grad_accum,
+            "checkpointing": spec.checkpointing.value,
+            "precision": spec.precision.value,
+            "optimizer": spec.optimizer.name,
+            "channels_last": spec.channels_last,
+            "compile": spec.compile,
+            "expandable_segments": spec.expandable_segments,
+        }
+        params = {k: values[k] for k in self.distributions}
+        inside = all(values[k] in choices for k, choices in self.axes.items())
+        if not inside or self.spec(params) != spec:
+            return None
+        return params
+
+    def size(self) -> int:
+        n = 1
+        for choices in self.axes.values():
+            n *= len(choices)
+        return n
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One spec the sweep considered and how it was settled."""
+
+    spec: TrialSpec
+    how: str  # measured | history | oom-monotone | memory-model | repeat
+    result: TrialResult | None  # None when judged infeasible without running
+    feasible: bool
+    reason: str = ""
+
+
+@dataclasses.dataclass
+class SweepProgress:
+    """What the sweep has done so far; passed to the progress callback after each step."""
+
+    steps: list[Step] = dataclasses.field(default_factory=list)
+    measured: int = 0
+    started: float = dataclasses.field(default_factory=time.perf_counter)
+    best: TrialResult | None = None
+    since_better: int = 0  # measured specs since the best last improved
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
+
+
+class Sweeper:
+    def __init__(
+        self,
+        space: Space,
+        target: Target,
+        backend: Backend,
+        study: optuna.Study,
+        on_step: Callable[[SweepProgress, Step], None] = lambda progress, step: None,
+        on_result: Callable[[TrialResult, bool], None] = lambda result, reused: None,
+    ) -> None:
+        self.space, self.target, self.backend, self.study = space, target, backend, study
+        self.on_step, self.on_result = on_step, on_result
+        self.progress = SweepProgress()
+        self.results: dict[str, TrialResult] = {}  # by spec hash: what this sweep knows
+        self._told: dict[str, Step] = {}
+
+    def resume(self, earlier: list[tuple[TrialResult, bool]]) -> None:
+        """Take back what earlier runs of this sweep used (nothing is run again; what they
+        measured counts against `trials`), and fail the trial an interruption left open."""
+        for result, reused in earlier:
+            self._know(result)
+            self.progress.measured += not reused
+        for trial in self.study.get_trials(states=(TrialState.RUNNING,)):
+            self.study.tell(trial.number, state=TrialState.FAIL)
+
+    def warm_start(self, history: list[TrialResult]) -> None:
+        """Give Optuna what history measured inside this space, before its first ask."""
+        if self.study.trials:
+            return
+        for result in history:
+            params = self.space.params(result.spec)
+            if params is None or result.status not in (Status.ok, Status.oom):
+                continue
+            self.study.add_trial(
+                optuna.trial.create_trial(
+                    params=params,
+                    distributions=self.space.distributions,
+                    value=_throughput(result),
+                    system_attrs={f"constraints:{CONSTRAINT}": self._excess(result)},
+                )
+            )
+
+    def run(self, trials: int, minutes: float | None, patience: int) -> str:
+        """Search until a budget is spent or nothing improves; the reason it stopped."""
+        idle = 0
+        while True:
+            if self.progress.measured >= trials:
+                return f"measured {trials} specs (trials={trials})"
+            if minutes is not None and self.progress.elapsed_s >= 60 * minutes:
+                return f"ran {minutes:g} minutes (minutes={minutes:g})"
+            if self.progress.best is not None and self.progress.since_better >= patience:
+                return f"{patience} measured specs without a faster one that fits (patience)"
+            if idle >= MAX_IDLE_ASKS or len(self._told) >= self.space.size():
+                return "every spec of the space was measured or ruled out"
+            trial = self.study.ask(self.space.distributions)
+            spec = self.space.spec(trial.params)
+            step = self._settle(spec)
+            if step.result is not None and step.how in ("measured", "history"):
+                self.on_result(step.result, step.how == "history")
+            value = _throughput(step.result) if step.result is not None else 0.0
+            if step.result is not None and step.result.status not in (Status.ok, Status.oom):
+                self.study.tell(trial, state=TrialState.FAIL)  # a crash says nothing of memory
+            else:
+                trial.set_constraint(CONSTRAINT, self._step_excess(step))
+                self.study.tell(trial, value)
+            idle = 0 if step.how == "measured" else idle + 1
+            if step.how != "repeat":
+                self.progress.steps.append(step)
+                self.on_step(self.progress, step)
+            if step.feasible and step.how in ("measured", "history"):
+                self._queue_larger(spec)
+
+    def _settle(self, spec: TrialSpec) -> Step:
+        if spec.hash in self._told:
+            return dataclasses.replace(self._told[spec.hash], how="repeat")
+        step = self._judge(spec)
+        if step is None:
+            result = self.backend.measure(spec)
+            self.progress.measured += 1
+            self.progress.since_better += 1
+            self._know(result)
+            step = Step(spec, "measured", result, self.target.fits(result))
+        self._told[spec.hash] = step
+        return step
+
+    def _judge(self, spec: TrialSpec) -> Step | None:
+        """Settle a spec without running it, if that can be done; None: it must be measured."""
+        known = self.results.get(spec.hash) or self.backend.measured_before(spec)
+        if known is not None:
+            self._know(known)
+            return Step(spec, "history", known, self.target.fits(known), "measured before")
+        family = family_key(spec)
+        for other in self.results.values():
+            if (
+                family_key(other.spec) == family
+                and other.spec.batch_size <= spec.batch_size
+                and self._over(other)
+            ):
+                reason = f"batch {other.spec.batch_size} of the same setting did not fit"
+                return Step(spec, "oom-monotone", None, False, reason)
+        line = self._fit(family)
+        if line is not None:
+            predicted = line.peak(spec.batch_size) + line.max_residual_bytes
+            if self.target.excess(predicted) > CLEARLY_OVER:
+                reason = f"memory line predicts {predicted / 2**30:.1f} GiB"
+                return Step(spec, "memory-model", None, False, reason)
+        return None
+
+    def _queue_larger(self, spec: TrialSpec) -> None:
+        """Climb: the same setting at the largest batch predicted to fit, or the next one up."""
+        line = self._fit(family_key(spec))
+        if line is not None:
+            largest = line.largest_batch(self.target.allowed_bytes)
+            candidates = [b for b in self.space.batch_sizes if spec.batch_size < b <= largest]
+        else:  # one point fixes no line: take the next batch up
+            candidates = [
+                min((b for b in self.space.batch_sizes if b > spec.batch_size), default=0)
+            ]
+        candidates = [b for b in candidates if b > 0]
+        if not candidates:
+            return
+        bigger = dataclasses.replace(spec, batch_size=max(candidates))
+        params = self.space.params(bigger)
+        if params is not None and bigger.hash not in self._told:
+            self.study.enqueue_trial(params, skip_if_exists=True)
+
+    def _fit(self, family: str) -> AffineFit | None:
+        points = [
+            (r.spec.batch_size, r.memory.device_peak_bytes)
+            for r in self.results.values()
+            if family_key(r.spec) == family and r.status is Status.ok and r.memory is not None
+        ]
+        return fit(points)
+
+    def fits(self) -> dict[str, AffineFit]:
+        """The memory line of every family with two measured batches."""
+        families = {family_key(r.spec) for r in self.results.values()}
+        lines = {f: self._fit(f) for f in families}
+        return {f: line for f, line in lines.items() if line is not None}
+
+    def _know(self, result: TrialResult) -> None:
+        self.results[result.spec.hash] = result
+        if self.target.fits(result) and (
+            self.progress.best is None or _throughput(result) > _throughput(self.progress.best)
+        ):
+            self.progress.best = result
+            self.progress.since_better = 0
+
+    def _over(self, result: TrialResult) -> bool:
+        return result.status is Status.oom or (
+            result.status is Status.ok and not self.target.fits(result)
+        )
+
+    def _excess(self, result: TrialResult) -> float:
+        if result.status is Status.ok and result.memory is not None:
+            return self.target.excess(result.memory.device_peak_bytes)
+        return 1.0  # an OOM: over by an unknown amount
+
+    def _step_excess(self, step: Step) -> float:
+        if step.result is not None:
+            return self._excess(step.result)
+        return 1.0
+
+
+def _throughput(result: TrialResult | None) -> float:
+    if result is None or result.throughput is None:
+        return 0.0
+    return result.throughput.samples_per_s
+
+
+def target_of(cfg: DictConfig, device: Device) -> Target:
+    """The memory to fit: gpu.memory if given, else the named profile's, else the local GPU's."""
+    gpu = cfg.gpu
+    if gpu.memory is not None:
+        try:
+            memory = gpus.parse_bytes(gpu.memory)
+        except ValueError as error:
+            raise SpecError(f"gpu.memory: {error}") from None
+        name = gpu.name if gpu.name != "auto" else gpus.format_bytes(memory)
+    elif device is Device.cuda and (local := gpus.local_gpu()) is not None:
+        memory, name = local.memory_bytes, f"local {local.name}"
+    else:
+        raise SpecError(
+            "no GPU here to fit: name one (gpu=a100_40gb) or a budget (gpu.memory=24GiB)"
+        )
+    if not 0 <= cfg.margin < 1:
+        raise SpecError(f"margin must be a fraction in [0, 1), got {cfg.margin}")
+    return Target(name=name, memory_bytes=memory, margin=cfg.margin)
+
+
+def space_of(cfg: DictConfig, overrides: list[str], base: TrialSpec) -> Space:
+    """The space of a sweep command: its axes, and a base spec for each optimizer named."""
+    space_config = SpaceConfig(**OmegaConf.to_container(cfg.space))  # type: ignore[arg-type]
+    names = space_config.optimizers or config.implementations(str(cfg.optimizer.algorithm))
+    others = [o for o in overrides if not o.startswith("optimizer=")]
+    optimizers = {
+        name: dataclasses.replace(base, optimizer=_optimizer(others, name)) for name in names
+    }
+    if cfg.effective_batch_size is not None and cfg.effective_batch_size < 1:
+        raise SpecError(f"effective_batch_size must be positive, got {cfg.effective_batch_size}")
+    return Space(base, space_config, optimizers, cfg.effective_batch_size)
+
+
+def _optimizer(overrides: list[str], name: str) -> OptimizerSpec:
+    return config.trial_spec(config.load([*overrides, f"optimizer={name}"])).optimizer
+
+
+def sweep_key(space: Space, target: Target, device_name: str, torch_version: str) -> str:
+    """The same command on the same kind of machine gives the same key: that is how it resumes."""
+    what = {
+        "model": dataclasses.asdict(space.base.model),
+        "device": space.base.device.value,
+        "axes": space.axes,
+        "fixed": space.fixed,
+        "batch_sizes": space.batch_sizes,
+        "optimizers": {k: v.optimizer.builder for k, v in space.optimizers.items()},
+        "effective_batch_size": space.effective_batch_size,
+        "target": dataclasses.asdict(target),
+        "environment": [device_name, torch_version],
+    }
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def open_study(url: str, key: str) -> optuna.Study:
+    """The sweep's Optuna study, in a storage of its own (created, or loaded to resume)."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    return optuna.create_study(
+        storage=url,
+        study_name=key,
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=0, multivariate=True, n_startup_trials=8),
+        load_if_exists=True,
+    )
+
+
+def confirm_under_cap(backend: Backend, result: TrialResult, target: Target) -> TrialResult:
+    """Run a spec again with the local GPU's allocator capped to what the target allows, less
+    the CUDA context (the cap does not cover it): does it really fit the smaller GPU?"""
+    assert result.memory is not None
+    cap = target.allowed_bytes - result.memory.context_bytes
+    return backend.measure(dataclasses.replace(result.spec, memory_cap_bytes=cap))

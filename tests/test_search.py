@@ -1,0 +1,216 @@
+"""The search logic over the fake backend: cheapness rules, the effective batch, resume."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import optuna
+import pytest
+from fake_backend import CAPACITY, FakeBackend, GiB, line, peak
+
+from advisor import search
+from advisor.config import load, trial_spec
+from advisor.memory_model import fit
+from advisor.recommend import recommend
+from advisor.result import Status
+from advisor.store.store import Store
+
+SPACE = [
+    "model=resnet50",
+    "device=cpu",
+    "space.batch_sizes=[16,32,64,128,256,512,1024]",
+    "space.grad_accum=[1,2,4]",
+    "space.precision=[fp32,bf16,fp16]",
+    "space.compile=[false]",
+    "space.channels_last=[false]",
+]
+
+
+def make_sweeper(store, backend, study_url, *extra, memory="24GiB"):
+    overrides = [*SPACE, f"gpu.memory={memory}", *extra]
+    cfg = load(overrides)
+    base = trial_spec(cfg)
+    space = search.space_of(cfg, overrides, base)
+    target = search.target_of(cfg, base.device)
+    key = search.sweep_key(space, target, "FAKE H200", "fake")
+    study = search.open_study(study_url, key)
+    return search.Sweeper(space, target, backend, study), target
+
+
+@pytest.fixture
+def study_url(tmp_path):
+    return f"sqlite:///{tmp_path / 'optuna.sqlite'}"
+
+
+def test_memory_line_recovers_an_affine_family():
+    spec = trial_spec(load(["model=resnet50", "device=cpu", "precision=bf16", "batch_size=64"]))
+    fixed, per_sample = line(spec)
+    points = [(b, int(fixed + per_sample * b)) for b in (32, 64)]
+    fitted = fit(points)
+    assert fitted.bytes_per_sample == pytest.approx(per_sample, rel=1e-6)
+    budget = 24 * GiB * 0.95
+    truth = int((budget - fixed) // per_sample)
+    assert abs(fitted.largest_batch(budget) - truth) <= 1
+    assert fit([(64, 1)]) is None and fit([(64, 1), (64, 2)]) is None
+
+
+def test_a_batch_above_one_that_did_not_fit_is_never_run(db_url, study_url):
+    backend = FakeBackend(Store(db_url))
+    sweeper, target = make_sweeper(Store(db_url), backend, study_url, memory="80GiB")
+    # fp32 at batch 512 runs out of the fake GPU's 40 GiB; ask for it, then for 1024.
+    oom = trial_spec(load([*SPACE, "precision=fp32", "batch_size=512"]))
+    for batch in (512, 1024):
+        params = sweeper.space.params(
+            oom.__class__.from_dict({**oom.to_dict(), "batch_size": batch})
+        )
+        sweeper.study.enqueue_trial(params)
+    sweeper.run(trials=1, minutes=None, patience=100)
+    assert [s.batch_size for s in backend.calls] == [512]
+    sweeper.run(trials=2, minutes=None, patience=100)
+    judged = {step.spec.batch_size: step for step in sweeper.progress.steps[:2]}
+    assert judged[512].result.status is Status.oom
+    assert judged[1024].how == "oom-monotone" and not judged[1024].feasible
+    assert 1024 not in [
+        s.batch_size
+        for s in backend.calls
+        if s.precision.value == "fp32" and s.grad_accum == 1 and s.checkpointing.value == "none"
+    ]
+
+
+def test_no_larger_batch_is_measured_after_one_did_not_fit(db_url, study_url):
+    backend = FakeBackend(Store(db_url))
+    sweeper, target = make_sweeper(Store(db_url), backend, study_url, memory="80GiB")
+    sweeper.run(trials=30, minutes=None, patience=100)
+    calls = backend.calls
+    assert len({s.hash for s in calls}) == len(calls)  # nothing measured twice
+    for i, s in enumerate(calls):
+        if peak(s) <= target.allowed_bytes:
+            continue
+        later = [
+            c
+            for c in calls[i + 1 :]
+            if c.batch_size > s.batch_size
+            and dataclasses.replace(c, batch_size=1) == dataclasses.replace(s, batch_size=1)
+        ]
+        assert later == []
+
+
+def test_the_memory_line_skips_what_clearly_cannot_fit(db_url, study_url):
+    backend = FakeBackend(Store(db_url))
+    sweeper, target = make_sweeper(Store(db_url), backend, study_url)
+    base = trial_spec(load([*SPACE, "precision=bf16"]))
+    for batch in (64, 128, 1024):  # two points fix bf16's line; 1024 is far past 24 GiB
+        sweeper.study.enqueue_trial(
+            sweeper.space.params(dataclasses.replace(base, batch_size=batch))
+        )
+    sweeper.run(trials=3, minutes=None, patience=100)
+    steps = {step.spec.batch_size: step for step in sweeper.progress.steps}
+    assert steps[1024].how == "memory-model" and not steps[1024].feasible
+    assert "memory line predicts" in steps[1024].reason
+    assert peak(steps[1024].spec) > target.allowed_bytes  # and it was right
+    assert 1024 not in [s.batch_size for s in backend.calls]
+    # The line's largest batch is queued as the climb: 256 fits 24 GiB less 5%, 512 does not.
+    assert [s.batch_size for s in backend.calls] == [64, 128, 256]
+
+
+def test_the_sweep_finds_the_best_that_fits_cheaply(db_url, study_url):
+    store = Store(db_url)
+    backend = FakeBackend(store)
+    sweeper, target = make_sweeper(store, backend, study_url, "space.optimizers=[adamw]")
+    sweeper.run(trials=20, minutes=None, patience=8)
+    rec = recommend(list(sweeper.results.values()), target)
+    space = sweeper.space
+    everything = [
+        space.spec(dict(zip(space.axes, values, strict=True)))
+        for values in _product(space.axes.values())
+    ]
+    from fake_backend import speed
+
+    feasible = [s for s in everything if peak(s) <= target.allowed_bytes]
+    best_possible = max(speed(s) * (1 - 0.01 * (s.grad_accum > 1)) for s in feasible)
+    assert rec.best is not None and target.fits(rec.best)
+    assert rec.best.throughput.samples_per_s >= 0.97 * best_possible
+    assert len(backend.calls) <= 0.2 * len(everything)
+
+
+def test_effective_batch_keeps_micro_times_accumulation(db_url, study_url):
+    backend = FakeBackend(Store(db_url))
+    sweeper, _ = make_sweeper(Store(db_url), backend, study_url, "effective_batch_size=256")
+    sweeper.run(trials=12, minutes=None, patience=100)
+    assert backend.calls
+    assert all(s.batch_size * s.grad_accum == 256 for s in backend.calls)
+    assert {s.grad_accum for s in backend.calls} <= {1, 2, 4}
+
+
+def test_resume_after_an_interruption_loses_nothing_and_repeats_nothing(db_url, study_url):
+    store = Store(db_url)
+    first = FakeBackend(store, interrupt_after=5)
+    sweeper, _ = make_sweeper(store, first, study_url)
+    with pytest.raises(KeyboardInterrupt):
+        sweeper.run(trials=12, minutes=None, patience=100)
+    assert len(first.calls) == 5
+    earlier = [(r, False) for r in store.trials()]  # what the CLI links to the sweep
+
+    second = FakeBackend(store)
+    resumed, _ = make_sweeper(store, second, study_url)
+    running = resumed.study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+    assert len(running) == 1  # the trial the interruption cut short
+    resumed.resume(earlier)
+    resumed.run(trials=12, minutes=None, patience=100)
+    assert resumed.study.get_trials(states=(optuna.trial.TrialState.RUNNING,)) == []
+    hashes = [s.hash for s in first.calls + second.calls]
+    assert len(hashes) == len(set(hashes))  # nothing measured twice
+    assert len(first.calls) + len(second.calls) == 12  # the budget spans both runs
+    assert {s.hash for s in first.calls} <= set(resumed.results)  # nothing lost
+
+
+def test_history_is_reused_and_warm_starts_the_study(db_url, study_url, tmp_path):
+    store = Store(db_url)
+    first = FakeBackend(store)
+    sweeper, _ = make_sweeper(store, first, study_url)
+    sweeper.run(trials=8, minutes=None, patience=100)
+    # Another sweep (another target) over the same space: history is in the store.
+    second = FakeBackend(store)
+    again, _ = make_sweeper(store, second, f"sqlite:///{tmp_path / 'o.sqlite'}", memory="30GiB")
+    again.warm_start(store.trials())
+    assert len(again.study.trials) == 8  # Optuna starts from what history measured
+    again.study.enqueue_trial(again.space.params(first.calls[0]))
+    again.run(trials=1, minutes=None, patience=100)
+    assert again.progress.steps[0].how == "history"  # reused, not measured again
+    assert first.calls[0] not in second.calls
+    assert not {s.hash for s in second.calls} & {s.hash for s in first.calls}
+
+
+def test_recommend_from_history_alone(db_url, study_url):
+    store = Store(db_url)
+    backend = FakeBackend(store)
+    sweeper, _ = make_sweeper(store, backend, study_url, memory="80GiB")
+    sweeper.run(trials=15, minutes=None, patience=100)
+    history = store.trials(status="ok")
+    small = search.Target("a100_40gb", 40 * GiB, 0.05)
+    rec = recommend(history, small)
+    assert rec.best is not None and rec.thin is None
+    assert rec.best.memory.device_peak_bytes <= small.allowed_bytes
+    faster_fitting = [
+        r
+        for r in history
+        if small.fits(r) and r.throughput.samples_per_s > rec.best.throughput.samples_per_s
+    ]
+    assert faster_fitting == []
+    assert rec.measured_on == ["FAKE H200"]
+    front = rec.front
+    assert all(
+        a.throughput.samples_per_s < b.throughput.samples_per_s
+        and a.memory.device_peak_bytes <= b.memory.device_peak_bytes
+        for a, b in zip(front, front[1:], strict=False)
+    )
+    thin = recommend(history[:2], small)
+    assert thin.thin.startswith("only 2 measured setting")
+    assert all(r.status is Status.ok for r in history)
+    assert 40 * GiB == CAPACITY
+
+
+def _product(axes):
+    import itertools
+
+    return itertools.product(*axes)
