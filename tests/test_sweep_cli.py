@@ -1,0 +1,85 @@
+"""advisor sweep and advisor recommend through the real console script, on the CPU."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import create_engine
+from test_cli import advisor, trial_count
+
+SWEEP = [
+    "sweep",
+    "model=tiny_mlp",
+    "device=cpu",
+    "gpu.memory=12MiB",
+    "trials=4",
+    "space.batch_sizes=[64,256,1024,4096]",
+    "space.precision=[fp32,bf16]",
+    "space.grad_accum=[1]",
+    "space.compile=[false]",
+    "measure.min_timed_steps=3",
+    "measure.max_timed_s=0.5",
+]
+
+
+def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypatch):
+    monkeypatch.setenv("ADVISOR_STUDY_DB_URL", f"sqlite:///{tmp_path / 'optuna.sqlite'}")
+    png = tmp_path / "sweep.png"
+    first = advisor(*SWEEP, f"plot={png}", "--json", db_url=db_url)
+    assert first.returncode == 0, first.stderr
+    answer = json.loads(first.stdout)
+    best = answer["recommendation"]
+    assert best["status"] == "ok" and best["memory"]["peak_reserved_bytes"] <= 0.95 * 12 * 2**20
+    assert best["throughput"]["samples_per_s"] > 0
+    assert answer["target"]["memory_bytes"] == 12 * 2**20
+    assert answer["pareto_front"] and answer["sweep"]["stop_reason"].startswith("measured 4")
+    assert "[1/4 measured" in first.stderr and "best" in first.stderr  # progress as it runs
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    measured = trial_count(db_url)
+    assert measured == 4
+    with create_engine(db_url).connect() as connection:
+        linked = connection.exec_driver_sql("select count(*) from sweep_trials").scalar()
+    assert linked == 4  # every trial linked to its sweep
+
+    again = advisor(*SWEEP, f"plot={png}", "--json", db_url=db_url)
+    assert again.returncode == 0, again.stderr
+    assert "resuming with 4 trials" in again.stderr
+    assert trial_count(db_url) == measured  # nothing measured twice
+    assert json.loads(again.stdout)["recommendation"] == best
+
+    rec = advisor("recommend", "model=tiny_mlp", "gpu.memory=12MiB", "--json", db_url=db_url)
+    assert rec.returncode == 0, rec.stderr
+    from_history = json.loads(rec.stdout)
+    assert from_history["recommendation"]["id"] == best["id"]
+    assert from_history["measured_on"][0].startswith("CPU")
+
+    table = advisor("recommend", "model=tiny_mlp", "gpu=t4", db_url=db_url)
+    assert "recommended:" in table.stdout
+    assert "memory feasibility transfers to t4" in table.stdout.replace("\n", " ")
+
+
+def test_recommend_says_when_history_is_too_thin(db_url):
+    result = advisor("recommend", "model=gpt2", "gpu=a100_40gb", db_url=db_url)
+    assert result.returncode == 1
+    assert "no recommendation: only 0 measured setting(s)" in result.stdout
+
+
+def test_sweep_bad_input_is_one_line(db_url):
+    for args, message in [
+        (["model=tiny_mlp", "device=cpu"], "advisor: no GPU here to fit: name one (gpu=a100_40gb)"),
+        (["model=tiny_mlp", "device=cpu", "gpu.memory=lots"], "advisor: gpu.memory: 'lots' is not"),
+        (
+            [
+                "model=tiny_mlp",
+                "device=cpu",
+                "gpu.memory=1GiB",
+                "effective_batch_size=7",
+                "space.grad_accum=[2,4]",
+            ],
+            "advisor: no grad_accum in [2, 4] divides",
+        ),
+    ]:
+        result = advisor("sweep", *args, db_url=db_url)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
+        assert trial_count(db_url) == 0
