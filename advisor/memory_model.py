@@ -3,7 +3,9 @@
 A family is every spec that differs only in micro batch size. Within one, the device peak is
 close to affine in the batch: a fixed part (context, parameters, gradients, optimizer state,
 workspaces) plus a part per sample (activations, inputs). Two measured batches fix the line;
-more are fitted by least squares, and the worst residual is kept as the line's own error.
+more are fitted by least squares, and the worst residual is kept as the line's own error. One
+measured batch fixes it too when its fixed part is known from the measured categories (context +
+parameters + gradients + optimizer state): a lower bound, so the slope errs on the safe side.
 """
 
 from __future__ import annotations
@@ -37,9 +39,14 @@ class AffineFit:
         return max(0, math.floor((budget_bytes - self.fixed_bytes) / self.bytes_per_sample))
 
 
-def fit(points: Sequence[tuple[int, int]]) -> AffineFit | None:
-    """Least-squares line through (batch size, peak bytes); None below two distinct batches."""
-    if len({b for b, _ in points}) < 2:
+def fit(points: Sequence[tuple[int, int]], fixed_bytes: int | None = None) -> AffineFit | None:
+    """Least-squares line through (batch size, peak bytes); with one batch, the line through it
+    and (0, fixed_bytes). None when that is not enough."""
+    batches = {b for b, _ in points}
+    if len(batches) == 1 and fixed_bytes is not None and 0 < fixed_bytes < points[0][1]:
+        b, p = points[0]
+        return AffineFit(float(fixed_bytes), (p - fixed_bytes) / b, 0.0, 1)
+    if len(batches) < 2:
         return None
     n = len(points)
     mean_b = sum(b for b, _ in points) / n

@@ -44,9 +44,21 @@ from advisor.store.store import Store
 
 CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
 CLEARLY_OVER = 0.03  # skip a spec when the memory line puts it this far over, beyond its error
+CLEARLY_OVER_ONE_POINT = 0.10  # ... or this far, when one measured batch drew the line
+START_BATCH = 32  # the designed start's micro batch, where the space allows it
+STARTUP_TRIALS = 8  # TPE samples at random until this many trials; patience waits for them too
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
 
 Choice = bool | int | float | str | None  # a value Optuna can choose for an axis
+
+# The values most often fastest, first: the designed trials start from them.
+PREFERRED: dict[str, list[Choice]] = {
+    "precision": ["bf16", "fp16", "tf32", "fp32"],
+    "checkpointing": ["none", "blocks"],
+    "channels_last": [True, False],
+    "compile": [False, True],  # compiling costs minutes: try it as a change, not first
+    "expandable_segments": [False, True],
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,13 +163,31 @@ class Space:
             k: CategoricalDistribution(v) for k, v in self.axes.items()
         }
 
-    def spec(self, params: dict[str, object]) -> TrialSpec:
+    def preferred(self, axis: str) -> list[Choice]:
+        """The axis's values, the one most often fastest first (what the designed trials try)."""
+        choices = list(self.axes[axis])
+        first = PREFERRED.get(axis)
+        if first is not None:
+            return sorted(choices, key=first.index)
+        if axis == "optimizer":  # a fused implementation first
+            return sorted(choices, key=lambda name: "fused" not in str(name))
+        return sorted(choices, key=float)  # type: ignore[arg-type]  # batch, accumulation: ascending
+
+    def start(self) -> dict[str, Choice]:
+        """The first point: preferred values, a moderate batch (the climb takes it up)."""
+        params = {axis: self.preferred(axis)[0] for axis in self.axes}
+        if "batch_size" in self.axes:
+            batches = self.preferred("batch_size")
+            params["batch_size"] = max([b for b in batches if b <= START_BATCH] or batches[:1])  # type: ignore[operator, type-var]
+        return params
+
+    def spec(self, params: dict[str, Choice]) -> TrialSpec:
         p = {**self.fixed, **params}
-        accum = int(p["grad_accum"])  # type: ignore[call-overload]
+        accum = _int(p["grad_accum"])
         batch = (
             self.effective_batch_size // accum
             if self.effective_batch_size is not None
-            else int(p["batch_size"])  # type: ignore[call-overload]
+            else _int(p["batch_size"])
         )
         return dataclasses.replace(
             self.optimizers[str(p["optimizer"])],
@@ -170,11 +200,11 @@ class Space:
             expandable_segments=bool(p["expandable_segments"]),
         )
 
-    def params(self, spec: TrialSpec) -> dict[str, object] | None:
+    def params(self, spec: TrialSpec) -> dict[str, Choice] | None:
         """The point of the space that names this spec, or None if it lies outside."""
         if spec.optimizer.name not in self.optimizers:
             return None
-        values: dict[str, object] = {
+        values: dict[str, Choice] = {
             "batch_size": spec.batch_size,
             "grad_accum": spec.grad_accum,
             "checkpointing": spec.checkpointing.value,
@@ -238,6 +268,7 @@ class Sweeper:
         self.progress = SweepProgress()
         self.results: dict[str, TrialResult] = {}  # by spec hash: what this sweep knows
         self._told: dict[str, Step] = {}
+        self._design = "start"  # start -> changes -> combination -> done: see _design_next
 
     def resume(self, earlier: list[tuple[TrialResult, bool]]) -> None:
         """Take back what earlier runs of this sweep used (nothing is run again; what they
@@ -273,10 +304,16 @@ class Sweeper:
                 return f"measured {trials} specs (trials={trials})"
             if minutes is not None and self.progress.elapsed_s >= 60 * minutes:
                 return f"ran {minutes:g} minutes (minutes={minutes:g})"
-            if self.progress.best is not None and self.progress.since_better >= patience:
+            if (
+                self.progress.best is not None
+                and self._design == "done"
+                and self.progress.since_better >= patience
+            ):
                 return f"{patience} measured specs without a faster one that fits (patience)"
             if idle >= MAX_IDLE_ASKS or len(self._told) >= self.space.size():
                 return "every spec of the space was measured or ruled out"
+            if not self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+                self._design_next()
             trial = self.study.ask(self.space.distributions)
             spec = self.space.spec(trial.params)
             step = self._settle(spec)
@@ -294,6 +331,74 @@ class Sweeper:
                 self.on_step(self.progress, step)
             if step.feasible and step.how in ("measured", "history"):
                 self._queue_larger(spec)
+
+    def _design_next(self) -> None:
+        """Queue the designed trials that come before the sampler's own: the start (preferred
+        values at a moderate batch, smaller while it does not fit), then each single change of
+        the best so far, then the best value of every axis together. With the climb, these find
+        the usual winner in a handful of trials; the sampler then looks for what they missed."""
+        best = self.progress.best
+        if self._design == "start":
+            if best is None:
+                start = self._smaller_start()
+                if start is not None:
+                    self.study.enqueue_trial(start, skip_if_exists=True)
+                    return
+            self._design = "changes"
+        if self._design == "changes":
+            self._design = "combination"
+            if best is not None:
+                point = self.space.params(best.spec)
+                for axis in point or {}:
+                    for value in self.space.axes[axis]:
+                        if axis != "batch_size" and value != point[axis]:  # type: ignore[index]
+                            self.study.enqueue_trial({**point, axis: value}, skip_if_exists=True)  # type: ignore[dict-item]
+                return
+        if self._design == "combination":
+            self._design = "done"
+            combined = self._best_values()
+            if combined is not None:
+                self.study.enqueue_trial(combined, skip_if_exists=True)
+
+    def _smaller_start(self) -> dict[str, Choice] | None:
+        """The start point, or the next smaller micro batch of it while bigger ones did not fit."""
+        start = self.space.start()
+        tried = {s.spec.hash for s in self._told.values()}
+        for _ in range(len(self.space.batch_sizes) + len(self.space.axes.get("grad_accum", []))):
+            if self.space.spec(start).hash not in tried:
+                return start
+            if "batch_size" in self.space.axes:
+                smaller = [b for b in self.space.batch_sizes if b < start["batch_size"]]  # type: ignore[operator]
+                if not smaller:
+                    return None
+                start["batch_size"] = max(smaller)
+            elif "grad_accum" in self.space.axes:  # a fixed effective batch: accumulate more
+                more = [a for a in self.space.axes["grad_accum"] if a > start["grad_accum"]]  # type: ignore[operator]
+                if not more:
+                    return None
+                start["grad_accum"] = min(more)  # type: ignore[type-var]
+            else:
+                return None
+        return None
+
+    def _best_values(self) -> dict[str, Choice] | None:
+        """Every axis at the value of its fastest fitting trial, at the best trial's batch."""
+        best = self.progress.best
+        point = self.space.params(best.spec) if best is not None else None
+        if point is None:
+            return None
+        fitting = [r for r in self.results.values() if self.target.fits(r)]
+        combined: dict[str, Choice] = dict(point)  # type: ignore[arg-type]
+        for axis in point:
+            if axis in ("batch_size", "grad_accum"):
+                continue
+            by_value: dict[Choice, float] = {}
+            for r in fitting:
+                p = self.space.params(r.spec)
+                if p is not None:
+                    by_value[p[axis]] = max(by_value.get(p[axis], 0.0), _throughput(r))  # type: ignore[index]
+            combined[axis] = max(by_value, key=by_value.__getitem__, default=point[axis])  # type: ignore[assignment]
+        return combined
 
     def _settle(self, spec: TrialSpec) -> Step:
         if spec.hash in self._told:
@@ -326,7 +431,8 @@ class Sweeper:
         line = self._fit(family)
         if line is not None:
             predicted = line.peak(spec.batch_size) + line.max_residual_bytes
-            if self.target.excess(predicted) > CLEARLY_OVER:
+            clearly = CLEARLY_OVER if line.points > 1 else CLEARLY_OVER_ONE_POINT
+            if self.target.excess(predicted) > clearly:
                 reason = f"memory line predicts {predicted / 2**30:.1f} GiB"
                 return Step(spec, "memory-model", None, False, reason)
         return None
@@ -350,12 +456,18 @@ class Sweeper:
             self.study.enqueue_trial(params, skip_if_exists=True)
 
     def _fit(self, family: str) -> AffineFit | None:
-        points = [
-            (r.spec.batch_size, r.memory.device_peak_bytes)
+        measured = [
+            r
             for r in self.results.values()
             if family_key(r.spec) == family and r.status is Status.ok and r.memory is not None
         ]
-        return fit(points)
+        points = [(r.spec.batch_size, r.memory.device_peak_bytes) for r in measured]  # type: ignore[union-attr]
+        fixed = None
+        if measured:
+            m = measured[0].memory
+            assert m is not None
+            fixed = m.context_bytes + m.params_bytes + m.grads_bytes + m.optimizer_state_bytes
+        return fit(points, fixed)
 
     def fits(self) -> dict[str, AffineFit]:
         """The memory line of every family with two measured batches."""
@@ -385,6 +497,11 @@ class Sweeper:
         if step.result is not None:
             return self._excess(step.result)
         return 1.0
+
+
+def _int(value: Choice) -> int:
+    assert isinstance(value, int)
+    return value
 
 
 def _throughput(result: TrialResult | None) -> float:
@@ -446,7 +563,7 @@ def sweep_key(space: Space, target: Target, device_name: str, torch_version: str
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def open_study(url: str, key: str) -> optuna.Study:
+def open_study(url: str, key: str, seed: int = 0) -> optuna.Study:
     """The sweep's Optuna study, in a storage of its own (created, or loaded to resume)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     parsed = make_url(url)
@@ -456,7 +573,9 @@ def open_study(url: str, key: str) -> optuna.Study:
         storage=url,
         study_name=key,
         direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=0, multivariate=True, n_startup_trials=8),
+        sampler=optuna.samplers.TPESampler(
+            seed=seed, multivariate=True, n_startup_trials=STARTUP_TRIALS
+        ),
         load_if_exists=True,
     )
 

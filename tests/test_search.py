@@ -214,3 +214,19 @@ def _product(axes):
     import itertools
 
     return itertools.product(*axes)
+
+
+def test_the_designed_trials_come_first(db_url, study_url):
+    backend = FakeBackend(Store(db_url))
+    sweeper, _ = make_sweeper(Store(db_url), backend, study_url)
+    sweeper.run(trials=4, minutes=None, patience=100)
+    start = backend.calls[0]
+    # preferred values (bf16, no checkpointing, one micro batch per step) at batch 32
+    assert (start.precision.value, start.checkpointing.value, start.grad_accum) == (
+        "bf16",
+        "none",
+        1,
+    )
+    assert start.batch_size == 32
+    # then the climb: one batch fixes the fake family's line only with a second point
+    assert backend.calls[1].batch_size == 64

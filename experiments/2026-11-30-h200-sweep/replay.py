@@ -1,0 +1,108 @@
+"""Replay the sweep over the recorded H200 grid (raw/grid.jsonl): the real Sweeper, TPE and
+memory rules, answered from the 24 measured results instead of the GPU. Many sampler seeds give
+the spread that one live sweep cannot.
+
+    python3 replay.py [SEEDS] [TRIALS] [PATIENCE]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from advisor import search
+from advisor.config import load, trial_spec
+from advisor.result import Environment, Status, Throughput, TrialResult, memory_from_dict
+from advisor.spec import TrialSpec
+
+RAW = Path(__file__).parent / "raw"
+SPACE = [
+    "model=resnet50",
+    "device=cuda",
+    "gpu.memory=24GiB",
+    "space.batch_sizes=[128,256,512]",
+    "space.precision=[bf16,fp16]",
+    "space.checkpointing=[none,blocks]",
+    "space.channels_last=[false,true]",
+    "space.grad_accum=[1]",
+    "space.optimizers=[adamw]",
+    "space.compile=[false]",
+    "space.expandable_segments=[false]",
+]
+
+
+def key(s: TrialSpec | dict) -> tuple:
+    if isinstance(s, dict):
+        return (s["batch_size"], s["precision"], s["checkpointing"], s["channels_last"])
+    return (s.batch_size, s.precision.value, s.checkpointing.value, s.channels_last)
+
+
+class Replay:
+    def __init__(self, table: dict[tuple, dict]) -> None:
+        self.table = table
+        self.calls: list[TrialSpec] = []
+
+    def measure(self, spec: TrialSpec) -> TrialResult:
+        self.calls.append(spec)
+        d = self.table[key(spec)]
+        return TrialResult(
+            spec,
+            Status(d["status"]),
+            Environment(**d["environment"]),
+            memory_from_dict(d["memory"]),
+            Throughput(**d["throughput"]),
+            None,
+            d["wall_s"],
+            id=len(self.calls),
+        )
+
+    def measured_before(self, spec: TrialSpec) -> TrialResult | None:
+        return None
+
+
+def main() -> None:
+    seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    trials = int(sys.argv[2]) if len(sys.argv) > 2 else 12
+    patience = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+    table = {
+        key(json.loads(line)["spec"]): json.loads(line) for line in (RAW / "grid.jsonl").open()
+    }
+    cfg = load(SPACE)
+    base = dataclasses.replace(trial_spec(cfg), device=trial_spec(cfg).device)
+    space = search.space_of(cfg, SPACE, base)
+    target = search.target_of(cfg, base.device)
+    fits = [d for d in table.values() if d["memory"]["device_peak_bytes"] <= target.allowed_bytes]
+    grid_best = max(d["throughput"]["samples_per_s"] for d in fits)
+    grid_seconds = sum(d["wall_s"] for d in table.values())
+    ratios, counts, seconds = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(seeds):
+            study = search.open_study(f"sqlite:///{tmp}/s{seed}.sqlite", "replay", seed=seed)
+            replay = Replay(table)
+            sweeper = search.Sweeper(space, target, replay, study)
+            sweeper.run(trials, None, patience)
+            best = sweeper.progress.best
+            ratios.append(best.throughput.samples_per_s / grid_best if best else 0.0)
+            counts.append(len(replay.calls))
+            seconds.append(sum(table[key(s)]["wall_s"] for s in replay.calls))
+    print(
+        f"grid: {len(table)} specs, {len(fits)} fit {target.allowed_bytes / 2**30:.1f} GiB, "
+        f"best {grid_best:.0f}/s, {grid_seconds:.0f} GPU-s"
+    )
+    print(f"replay, {seeds} seeds, trials={trials} patience={patience}:")
+    print(
+        f"  recommended / grid best: median {statistics.median(ratios):.3f}, "
+        f"min {min(ratios):.3f}, share of seeds >= 0.97: {sum(r >= 0.97 for r in ratios) / seeds:.2f}"
+    )
+    print(
+        f"  trials: median {statistics.median(counts)} of {len(table)}; GPU-seconds: median "
+        f"{statistics.median(seconds) / grid_seconds:.2f} of the grid's (max {max(seconds) / grid_seconds:.2f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
