@@ -85,7 +85,8 @@ class Config:
     effective_batch_size: int | None = None  # only specs with batch_size x grad_accum = this
     trials: int = 40  # the sweep measures at most this many specs
     minutes: float | None = None  # ... and stops starting new ones after this long
-    patience: int = 12  # ... or after this many measured specs without a better feasible one
+    patience: int = 6  # ... or after this many measured specs (past the designed first ones)
+    # without a faster one that fits
     margin: float = 0.05  # fraction of the target's memory kept free
     study_db_url: str | None = None  # Optuna's storage (default db/optuna.sqlite)
 

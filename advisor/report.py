@@ -325,6 +325,6 @@ def save_sweep_png(results: Sequence[TrialResult], rec: Recommendation, path: Pa
     ax.set_xlabel("device peak (reserved + context), GiB")
     ax.set_ylabel("samples/s")
     ax.set_title(f"{rec.best.spec.model.name if rec.best else ''} sweep for {target.name}")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower right")
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)

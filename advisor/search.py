@@ -300,6 +300,10 @@ class Sweeper:
         """Search until a budget is spent or nothing improves; the reason it stopped."""
         idle = 0
         while True:
+            waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+            if not waiting:
+                self._design_next()
+                waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
             if self.progress.measured >= trials:
                 return f"measured {trials} specs (trials={trials})"
             if minutes is not None and self.progress.elapsed_s >= 60 * minutes:
@@ -307,13 +311,12 @@ class Sweeper:
             if (
                 self.progress.best is not None
                 and self._design == "done"
+                and not waiting
                 and self.progress.since_better >= patience
             ):
                 return f"{patience} measured specs without a faster one that fits (patience)"
             if idle >= MAX_IDLE_ASKS or len(self._told) >= self.space.size():
                 return "every spec of the space was measured or ruled out"
-            if not self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
-                self._design_next()
             trial = self.study.ask(self.space.distributions)
             spec = self.space.spec(trial.params)
             step = self._settle(spec)
