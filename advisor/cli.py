@@ -15,6 +15,7 @@ from advisor.config import ConfigError, MeasureConfig, load, trial_spec
 from advisor.recommend import recommend
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
+from advisor.space import space_of
 from advisor.spec import Device, SpecError, TrialSpec
 from advisor.store.store import Store, StoreError, Sweep, study_url
 
@@ -41,6 +42,14 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def open_store(url: str | None) -> Store:
+    """The results database, or a one-line error before anything runs."""
+    try:
+        return Store(url)
+    except StoreError as error:
+        fail(str(error), code=1)
+
+
 @app.command()
 def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     """Measure one training setting in its own process, store it, show the breakdown.
@@ -63,10 +72,7 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         spec = trial_spec(cfg)
     except (ConfigError, SpecError) as error:
         fail(str(error))
-    try:
-        store = Store(cfg.db_url)
-    except StoreError as error:
-        fail(str(error), code=1)
+    store = open_store(cfg.db_url)
     settings = MeasureConfig(**cfg.measure)
     with err.status(
         f"measuring {spec.model.name} (batch {spec.batch_size}) on {spec.device.value}"
@@ -106,13 +112,10 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         cfg = load(overrides)
         base = trial_spec(cfg)
         target = search.target_of(cfg, base.device)
-        space = search.space_of(cfg, overrides, base)
+        space = space_of(cfg, overrides, base)
     except (ConfigError, SpecError) as error:
         fail(str(error))
-    try:
-        store = Store(cfg.db_url)
-    except StoreError as error:
-        fail(str(error), code=1)
+    store = open_store(cfg.db_url)
     device_name, torch_version = local_device(base.device)
     backend = search.WorkerBackend(
         store, MeasureConfig(**cfg.measure), cfg.timeout_s, device_name, torch_version
@@ -206,10 +209,7 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
         target = search.target_of(cfg, base.device)
     except (ConfigError, SpecError) as error:
         fail(str(error))
-    try:
-        store = Store(cfg.db_url)
-    except StoreError as error:
-        fail(str(error), code=1)
+    store = open_store(cfg.db_url)
     history = [
         r for r in store.trials(model=base.model.name, status="ok") if r.spec.model == base.model
     ]
@@ -271,10 +271,7 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
         limit = int(given.get("limit", "20"))
     except ValueError:
         fail(f"limit must be a whole number, got {given['limit']!r}")
-    try:
-        store = Store(given.get("db_url"))
-    except StoreError as error:
-        fail(str(error), code=1)
+    store = open_store(given.get("db_url"))
     results = store.trials(
         model=given.get("model"),
         status=given.get("status"),

@@ -16,27 +16,23 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 import optuna
-from omegaconf import DictConfig, OmegaConf
-from optuna.distributions import BaseDistribution, CategoricalDistribution
+from omegaconf import DictConfig
 from optuna.trial import TrialState
 from sqlalchemy.engine import make_url
 
-from advisor import config, gpus
-from advisor.config import MeasureConfig, SpaceConfig
+from advisor import gpus
+from advisor.config import MeasureConfig
 from advisor.memory_model import AffineFit, family_key, fit
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
+from advisor.space import Choice, Space, as_int
 from advisor.spec import (
-    Checkpointing,
     Device,
-    InputKind,
-    OptimizerSpec,
-    Precision,
     SpecError,
     TrialSpec,
 )
@@ -45,20 +41,8 @@ from advisor.store.store import Store
 CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
 CLEARLY_OVER = 0.03  # skip a spec when the memory line puts it this far over, beyond its error
 CLEARLY_OVER_ONE_POINT = 0.10  # ... or this far, when one measured batch drew the line
-START_BATCH = 32  # the designed start's micro batch, where the space allows it
 STARTUP_TRIALS = 8  # TPE samples at random until this many trials; patience waits for them too
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
-
-Choice = bool | int | float | str | None  # a value Optuna can choose for an axis
-
-# The values most often fastest, first: the designed trials start from them.
-PREFERRED: dict[str, list[Choice]] = {
-    "precision": ["bf16", "fp16", "tf32", "fp32"],
-    "checkpointing": ["none", "blocks"],
-    "channels_last": [True, False],
-    "compile": [False, True],  # compiling costs minutes: try it as a change, not first
-    "expandable_segments": [False, True],
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,118 +97,6 @@ class WorkerBackend:
 
     def measured_before(self, spec: TrialSpec) -> TrialResult | None:
         return self.store.measured_before(spec, self.device_name, self.torch_version)
-
-
-class Space:
-    """The axes searched and the TrialSpec each point names."""
-
-    def __init__(
-        self,
-        base: TrialSpec,
-        config: SpaceConfig,
-        optimizers: dict[str, TrialSpec],  # implementation name -> base spec with it
-        effective_batch_size: int | None,
-    ) -> None:
-        self.base, self.optimizers = base, optimizers
-        self.effective_batch_size = effective_batch_size
-        image = base.model.input.kind is InputKind.image and len(base.model.input.shape) == 3
-        cuda = base.device is Device.cuda
-        axes: dict[str, Sequence[Choice]] = {
-            "checkpointing": [c.value for c in config.checkpointing],
-            "precision": [p.value for p in config.precision],
-            "optimizer": list(optimizers),
-            "channels_last": list(config.channels_last) if image else [False],
-            "compile": list(config.compile),
-            "expandable_segments": list(config.expandable_segments) if cuda else [False],
-        }
-        if not base.model.block:
-            axes["checkpointing"] = [Checkpointing.none.value]
-        if effective_batch_size is None:
-            axes["batch_size"] = sorted(set(config.batch_sizes))
-            axes["grad_accum"] = sorted(set(config.grad_accum))
-        else:
-            accum = [a for a in sorted(set(config.grad_accum)) if effective_batch_size % a == 0]
-            if not accum:
-                raise SpecError(
-                    f"no grad_accum in {list(config.grad_accum)} divides effective_batch_size="
-                    f"{effective_batch_size}; add one to space.grad_accum"
-                )
-            axes["grad_accum"] = accum
-        for name, values in axes.items():
-            if not values:
-                raise SpecError(f"space.{name} is empty; give it at least one value")
-        # micro batches the sweep may climb to (none when the effective batch fixes them)
-        self.batch_sizes: list[int] = (
-            sorted(set(config.batch_sizes)) if effective_batch_size is None else []
-        )
-        self.fixed = {k: v[0] for k, v in axes.items() if len(v) == 1}
-        self.axes = {k: v for k, v in axes.items() if len(v) > 1}  # what Optuna chooses
-        self.distributions: dict[str, BaseDistribution] = {
-            k: CategoricalDistribution(v) for k, v in self.axes.items()
-        }
-
-    def preferred(self, axis: str) -> list[Choice]:
-        """The axis's values, the one most often fastest first (what the designed trials try)."""
-        choices = list(self.axes[axis])
-        first = PREFERRED.get(axis)
-        if first is not None:
-            return sorted(choices, key=first.index)
-        if axis == "optimizer":  # a fused implementation first
-            return sorted(choices, key=lambda name: "fused" not in str(name))
-        return sorted(choices, key=float)  # type: ignore[arg-type]  # batch, accumulation: ascending
-
-    def start(self) -> dict[str, Choice]:
-        """The first point: preferred values, a moderate batch (the climb takes it up)."""
-        params = {axis: self.preferred(axis)[0] for axis in self.axes}
-        if "batch_size" in self.axes:
-            batches = self.preferred("batch_size")
-            params["batch_size"] = max([b for b in batches if b <= START_BATCH] or batches[:1])  # type: ignore[operator, type-var]
-        return params
-
-    def spec(self, params: dict[str, Choice]) -> TrialSpec:
-        p = {**self.fixed, **params}
-        accum = _int(p["grad_accum"])
-        batch = (
-            self.effective_batch_size // accum
-            if self.effective_batch_size is not None
-            else _int(p["batch_size"])
-        )
-        return dataclasses.replace(
-            self.optimizers[str(p["optimizer"])],
-            batch_size=batch,
-            grad_accum=accum,
-            checkpointing=Checkpointing(p["checkpointing"]),
-            precision=Precision(p["precision"]),
-            channels_last=bool(p["channels_last"]),
-            compile=bool(p["compile"]),
-            expandable_segments=bool(p["expandable_segments"]),
-        )
-
-    def params(self, spec: TrialSpec) -> dict[str, Choice] | None:
-        """The point of the space that names this spec, or None if it lies outside."""
-        if spec.optimizer.name not in self.optimizers:
-            return None
-        values: dict[str, Choice] = {
-            "batch_size": spec.batch_size,
-            "grad_accum": spec.grad_accum,
-            "checkpointing": spec.checkpointing.value,
-            "precision": spec.precision.value,
-            "optimizer": spec.optimizer.name,
-            "channels_last": spec.channels_last,
-            "compile": spec.compile,
-            "expandable_segments": spec.expandable_segments,
-        }
-        params = {k: values[k] for k in self.distributions}
-        inside = all(values[k] in choices for k, choices in self.axes.items())
-        if not inside or self.spec(params) != spec:
-            return None
-        return params
-
-    def size(self) -> int:
-        n = 1
-        for choices in self.axes.values():
-            n *= len(choices)
-        return n
 
 
 @dataclasses.dataclass(frozen=True)
@@ -350,12 +222,12 @@ class Sweeper:
             self._design = "changes"
         if self._design == "changes":
             self._design = "combination"
-            if best is not None:
-                point = self.space.params(best.spec)
-                for axis in point or {}:
-                    for value in self.space.axes[axis]:
-                        if axis != "batch_size" and value != point[axis]:  # type: ignore[index]
-                            self.study.enqueue_trial({**point, axis: value}, skip_if_exists=True)  # type: ignore[dict-item]
+            point = self.space.params(best.spec) if best is not None else None
+            if point is not None:
+                for axis, choices in self.space.axes.items():
+                    for value in choices:
+                        if axis != "batch_size" and value != point[axis]:
+                            self.study.enqueue_trial({**point, axis: value}, skip_if_exists=True)
                 return
         if self._design == "combination":
             self._design = "done"
@@ -364,24 +236,23 @@ class Sweeper:
                 self.study.enqueue_trial(combined, skip_if_exists=True)
 
     def _smaller_start(self) -> dict[str, Choice] | None:
-        """The start point, or the next smaller micro batch of it while bigger ones did not fit."""
+        """The start point, or the next smaller micro batch of it while bigger ones did not fit
+        (with a fixed effective batch: the next larger accumulation)."""
         start = self.space.start()
-        tried = {s.spec.hash for s in self._told.values()}
-        for _ in range(len(self.space.batch_sizes) + len(self.space.axes.get("grad_accum", []))):
-            if self.space.spec(start).hash not in tried:
-                return start
-            if "batch_size" in self.space.axes:
-                smaller = [b for b in self.space.batch_sizes if b < start["batch_size"]]  # type: ignore[operator]
-                if not smaller:
-                    return None
-                start["batch_size"] = max(smaller)
-            elif "grad_accum" in self.space.axes:  # a fixed effective batch: accumulate more
-                more = [a for a in self.space.axes["grad_accum"] if a > start["grad_accum"]]  # type: ignore[operator]
-                if not more:
-                    return None
-                start["grad_accum"] = min(more)  # type: ignore[type-var]
-            else:
-                return None
+        tried = {step.spec.hash for step in self._told.values()}
+        if "batch_size" in self.space.axes:
+            axis = "batch_size"
+            order = sorted((as_int(b) for b in self.space.axes[axis]), reverse=True)
+            order = [b for b in order if b <= as_int(start[axis])]
+        elif "grad_accum" in self.space.axes:
+            axis = "grad_accum"
+            order = sorted(as_int(a) for a in self.space.axes[axis])
+            order = [a for a in order if a >= as_int(start[axis])]
+        else:
+            axis, order = "", []
+        for candidate in [{**start, axis: value} for value in order] if axis else [start]:
+            if self.space.spec(candidate).hash not in tried:
+                return candidate
         return None
 
     def _best_values(self) -> dict[str, Choice] | None:
@@ -391,7 +262,7 @@ class Sweeper:
         if point is None:
             return None
         fitting = [r for r in self.results.values() if self.target.fits(r)]
-        combined: dict[str, Choice] = dict(point)  # type: ignore[arg-type]
+        combined: dict[str, Choice] = dict(point)
         for axis in point:
             if axis in ("batch_size", "grad_accum"):
                 continue
@@ -399,8 +270,8 @@ class Sweeper:
             for r in fitting:
                 p = self.space.params(r.spec)
                 if p is not None:
-                    by_value[p[axis]] = max(by_value.get(p[axis], 0.0), _throughput(r))  # type: ignore[index]
-            combined[axis] = max(by_value, key=by_value.__getitem__, default=point[axis])  # type: ignore[assignment]
+                    by_value[p[axis]] = max(by_value.get(p[axis], 0.0), _throughput(r))
+            combined[axis] = max(by_value, key=by_value.__getitem__, default=point[axis])
         return combined
 
     def _settle(self, spec: TrialSpec) -> Step:
@@ -464,11 +335,11 @@ class Sweeper:
             for r in self.results.values()
             if family_key(r.spec) == family and r.status is Status.ok and r.memory is not None
         ]
-        points = [(r.spec.batch_size, r.memory.device_peak_bytes) for r in measured]  # type: ignore[union-attr]
-        fixed = None
-        if measured:
-            m = measured[0].memory
-            assert m is not None
+        points, fixed = [], None
+        for r in measured:
+            assert r.memory is not None
+            points.append((r.spec.batch_size, r.memory.device_peak_bytes))
+            m = r.memory
             fixed = m.context_bytes + m.params_bytes + m.grads_bytes + m.optimizer_state_bytes
         return fit(points, fixed)
 
@@ -502,11 +373,6 @@ class Sweeper:
         return 1.0
 
 
-def _int(value: Choice) -> int:
-    assert isinstance(value, int)
-    return value
-
-
 def _throughput(result: TrialResult | None) -> float:
     if result is None or result.throughput is None:
         return 0.0
@@ -531,23 +397,6 @@ def target_of(cfg: DictConfig, device: Device) -> Target:
     if not 0 <= cfg.margin < 1:
         raise SpecError(f"margin must be a fraction in [0, 1), got {cfg.margin}")
     return Target(name=name, memory_bytes=memory, margin=cfg.margin)
-
-
-def space_of(cfg: DictConfig, overrides: list[str], base: TrialSpec) -> Space:
-    """The space of a sweep command: its axes, and a base spec for each optimizer named."""
-    space_config = SpaceConfig(**OmegaConf.to_container(cfg.space))  # type: ignore[arg-type]
-    names = space_config.optimizers or config.implementations(str(cfg.optimizer.algorithm))
-    others = [o for o in overrides if not o.startswith("optimizer=")]
-    optimizers = {
-        name: dataclasses.replace(base, optimizer=_optimizer(others, name)) for name in names
-    }
-    if cfg.effective_batch_size is not None and cfg.effective_batch_size < 1:
-        raise SpecError(f"effective_batch_size must be positive, got {cfg.effective_batch_size}")
-    return Space(base, space_config, optimizers, cfg.effective_batch_size)
-
-
-def _optimizer(overrides: list[str], name: str) -> OptimizerSpec:
-    return config.trial_spec(config.load([*overrides, f"optimizer={name}"])).optimizer
 
 
 def sweep_key(space: Space, target: Target, device_name: str, torch_version: str) -> str:

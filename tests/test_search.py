@@ -13,6 +13,7 @@ from advisor.config import load, trial_spec
 from advisor.memory_model import fit
 from advisor.recommend import recommend
 from advisor.result import Status
+from advisor.space import space_of
 from advisor.store.store import Store
 
 SPACE = [
@@ -30,7 +31,7 @@ def make_sweeper(store, backend, study_url, *extra, memory="24GiB"):
     overrides = [*SPACE, f"gpu.memory={memory}", *extra]
     cfg = load(overrides)
     base = trial_spec(cfg)
-    space = search.space_of(cfg, overrides, base)
+    space = space_of(cfg, overrides, base)
     target = search.target_of(cfg, base.device)
     key = search.sweep_key(space, target, "FAKE H200", "fake")
     study = search.open_study(study_url, key)

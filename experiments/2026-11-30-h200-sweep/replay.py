@@ -14,25 +14,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import SPACE  # the benchmark's space, replayed
+
 from advisor import search
 from advisor.config import load, trial_spec
 from advisor.result import Environment, Status, Throughput, TrialResult, memory_from_dict
+from advisor.space import space_of
 from advisor.spec import TrialSpec
 
 RAW = Path(__file__).parent / "raw"
-SPACE = [
-    "model=resnet50",
-    "device=cuda",
-    "gpu.memory=24GiB",
-    "space.batch_sizes=[128,256,512]",
-    "space.precision=[bf16,fp16]",
-    "space.checkpointing=[none,blocks]",
-    "space.channels_last=[false,true]",
-    "space.grad_accum=[1]",
-    "space.optimizers=[adamw]",
-    "space.compile=[false]",
-    "space.expandable_segments=[false]",
-]
 
 
 def key(s: TrialSpec | dict) -> tuple:
@@ -73,7 +63,7 @@ def main() -> None:
     }
     cfg = load(SPACE)
     base = dataclasses.replace(trial_spec(cfg), device=trial_spec(cfg).device)
-    space = search.space_of(cfg, SPACE, base)
+    space = space_of(cfg, SPACE, base)
     target = search.target_of(cfg, base.device)
     fits = [d for d in table.values() if d["memory"]["device_peak_bytes"] <= target.allowed_bytes]
     grid_best = max(d["throughput"]["samples_per_s"] for d in fits)

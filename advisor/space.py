@@ -1,0 +1,170 @@
+"""The space a sweep searches: its axes (Optuna's categorical distributions), the TrialSpec each
+point names, and the values most often fastest, which the sweep's designed trials try first."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from omegaconf import DictConfig, OmegaConf
+from optuna.distributions import BaseDistribution, CategoricalDistribution
+
+from advisor import config
+from advisor.config import SpaceConfig
+from advisor.spec import (
+    Checkpointing,
+    Device,
+    InputKind,
+    OptimizerSpec,
+    Precision,
+    SpecError,
+    TrialSpec,
+)
+
+START_BATCH = 32  # the designed start's micro batch, where the space allows it
+Choice = bool | int | float | str | None  # a value Optuna can choose for an axis
+
+# The values most often fastest, first: the designed trials start from them.
+PREFERRED: dict[str, list[Choice]] = {
+    "precision": ["bf16", "fp16", "tf32", "fp32"],
+    "checkpointing": ["none", "blocks"],
+    "channels_last": [True, False],
+    "compile": [False, True],  # compiling costs minutes: try it as a change, not first
+    "expandable_segments": [False, True],
+}
+
+
+class Space:
+    """The axes searched and the TrialSpec each point names."""
+
+    def __init__(
+        self,
+        base: TrialSpec,
+        config: SpaceConfig,
+        optimizers: dict[str, TrialSpec],  # implementation name -> base spec with it
+        effective_batch_size: int | None,
+    ) -> None:
+        self.base, self.optimizers = base, optimizers
+        self.effective_batch_size = effective_batch_size
+        image = base.model.input.kind is InputKind.image and len(base.model.input.shape) == 3
+        cuda = base.device is Device.cuda
+        axes: dict[str, Sequence[Choice]] = {
+            "checkpointing": [c.value for c in config.checkpointing],
+            "precision": [p.value for p in config.precision],
+            "optimizer": list(optimizers),
+            "channels_last": list(config.channels_last) if image else [False],
+            "compile": list(config.compile),
+            "expandable_segments": list(config.expandable_segments) if cuda else [False],
+        }
+        if not base.model.block:
+            axes["checkpointing"] = [Checkpointing.none.value]
+        if effective_batch_size is None:
+            axes["batch_size"] = sorted(set(config.batch_sizes))
+            axes["grad_accum"] = sorted(set(config.grad_accum))
+        else:
+            accum = [a for a in sorted(set(config.grad_accum)) if effective_batch_size % a == 0]
+            if not accum:
+                raise SpecError(
+                    f"no grad_accum in {list(config.grad_accum)} divides effective_batch_size="
+                    f"{effective_batch_size}; add one to space.grad_accum"
+                )
+            axes["grad_accum"] = accum
+        for name, values in axes.items():
+            if not values:
+                raise SpecError(f"space.{name} is empty; give it at least one value")
+        # micro batches the sweep may climb to (none when the effective batch fixes them)
+        self.batch_sizes: list[int] = (
+            sorted(set(config.batch_sizes)) if effective_batch_size is None else []
+        )
+        self.fixed = {k: v[0] for k, v in axes.items() if len(v) == 1}
+        self.axes = {k: v for k, v in axes.items() if len(v) > 1}  # what Optuna chooses
+        self.distributions: dict[str, BaseDistribution] = {
+            k: CategoricalDistribution(v) for k, v in self.axes.items()
+        }
+
+    def preferred(self, axis: str) -> list[Choice]:
+        """The axis's values, the one most often fastest first (what the designed trials try)."""
+        choices = list(self.axes[axis])
+        first = PREFERRED.get(axis)
+        if first is not None:
+            return sorted(choices, key=first.index)
+        if axis == "optimizer":  # a fused implementation first
+            return sorted(choices, key=lambda name: "fused" not in str(name))
+        return sorted(choices, key=as_int)  # batch, accumulation: ascending
+
+    def start(self) -> dict[str, Choice]:
+        """The first point: preferred values, a moderate batch (the climb takes it up)."""
+        params = {axis: self.preferred(axis)[0] for axis in self.axes}
+        if "batch_size" in self.axes:
+            batches = self.preferred("batch_size")
+            moderate = [as_int(b) for b in batches if as_int(b) <= START_BATCH]
+            params["batch_size"] = max(moderate) if moderate else batches[0]
+        return params
+
+    def spec(self, params: dict[str, Choice]) -> TrialSpec:
+        p = {**self.fixed, **params}
+        accum = as_int(p["grad_accum"])
+        batch = (
+            self.effective_batch_size // accum
+            if self.effective_batch_size is not None
+            else as_int(p["batch_size"])
+        )
+        return dataclasses.replace(
+            self.optimizers[str(p["optimizer"])],
+            batch_size=batch,
+            grad_accum=accum,
+            checkpointing=Checkpointing(p["checkpointing"]),
+            precision=Precision(p["precision"]),
+            channels_last=bool(p["channels_last"]),
+            compile=bool(p["compile"]),
+            expandable_segments=bool(p["expandable_segments"]),
+        )
+
+    def params(self, spec: TrialSpec) -> dict[str, Choice] | None:
+        """The point of the space that names this spec, or None if it lies outside."""
+        if spec.optimizer.name not in self.optimizers:
+            return None
+        values: dict[str, Choice] = {
+            "batch_size": spec.batch_size,
+            "grad_accum": spec.grad_accum,
+            "checkpointing": spec.checkpointing.value,
+            "precision": spec.precision.value,
+            "optimizer": spec.optimizer.name,
+            "channels_last": spec.channels_last,
+            "compile": spec.compile,
+            "expandable_segments": spec.expandable_segments,
+        }
+        params = {k: values[k] for k in self.distributions}
+        inside = all(values[k] in choices for k, choices in self.axes.items())
+        if not inside or self.spec(params) != spec:
+            return None
+        return params
+
+    def size(self) -> int:
+        n = 1
+        for choices in self.axes.values():
+            n *= len(choices)
+        return n
+
+
+def space_of(cfg: DictConfig, overrides: list[str], base: TrialSpec) -> Space:
+    """The space of a sweep command: its axes, and a base spec for each optimizer named."""
+    space_config = SpaceConfig(**OmegaConf.to_container(cfg.space))  # type: ignore[arg-type]
+    names = space_config.optimizers or config.implementations(str(cfg.optimizer.algorithm))
+    others = [o for o in overrides if not o.startswith("optimizer=")]
+    optimizers = {
+        name: dataclasses.replace(base, optimizer=_optimizer(others, name)) for name in names
+    }
+    if cfg.effective_batch_size is not None and cfg.effective_batch_size < 1:
+        raise SpecError(f"effective_batch_size must be positive, got {cfg.effective_batch_size}")
+    return Space(base, space_config, optimizers, cfg.effective_batch_size)
+
+
+def _optimizer(overrides: list[str], name: str) -> OptimizerSpec:
+    return config.trial_spec(config.load([*overrides, f"optimizer={name}"])).optimizer
+
+
+def as_int(value: Choice) -> int:
+    """A batch or accumulation value of the space, typed as what it is."""
+    assert isinstance(value, int)
+    return value
