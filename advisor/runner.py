@@ -54,6 +54,10 @@ def run_trial(spec: TrialSpec, settings: MeasureConfig, timeout_s: float) -> Tri
             output, _ = worker.communicate()
             message = f"killed after {timeout_s:g} s\n{_tail(output)}"
             return _failed(spec, Status.timeout, message, time.perf_counter() - started)
+        except BaseException:  # Ctrl-C or a kill of ours: leave no worker holding the GPU
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+            raise
         wall_s = time.perf_counter() - started
         if worker.returncode != 0 or not result_path.exists():
             return _failed(spec, Status.crashed, _exit_text(worker.returncode, output), wall_s)

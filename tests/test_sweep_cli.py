@@ -83,3 +83,39 @@ def test_sweep_bad_input_is_one_line(db_url):
         assert result.returncode == 2, result.stderr
         assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
         assert trial_count(db_url) == 0
+
+
+def test_a_killed_sweep_resumes_without_measuring_anything_twice(db_url, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from test_cli import ADVISOR
+
+    env = {
+        **os.environ,
+        "ADVISOR_DB_URL": db_url,
+        "COLUMNS": "200",
+        "ADVISOR_STUDY_DB_URL": f"sqlite:///{tmp_path / 'optuna.sqlite'}",
+    }
+    args = [ADVISOR, *SWEEP[:4], "trials=5", *SWEEP[5:], f"plot={tmp_path / 's.png'}"]
+    sweep = subprocess.Popen(
+        args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    deadline = time.monotonic() + 120
+    while trial_count(db_url) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(sweep.pid, signal.SIGKILL)  # the sweep and the worker it was waiting for
+    sweep.wait()
+    before = trial_count(db_url)
+    assert 2 <= before < 5
+
+    again = advisor(
+        *SWEEP[:4], "trials=5", *SWEEP[5:], f"plot={tmp_path / 's.png'}", "--json", db_url=db_url
+    )
+    assert again.returncode == 0, again.stderr
+    assert f"resuming with {before} trials" in again.stderr
+    with create_engine(db_url).connect() as connection:
+        hashes = [h for (h,) in connection.exec_driver_sql("select spec_hash from trials")]
+    assert len(hashes) == len(set(hashes)) == 5  # nothing twice; the budget spans both runs
