@@ -12,6 +12,8 @@ from rich.console import Console
 
 from advisor import gpus, report, search
 from advisor.config import ConfigError, MeasureConfig, load, trial_spec
+from advisor.estimate import device_peak as estimated_device_peak
+from advisor.estimate import estimate
 from advisor.recommend import recommend
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
@@ -141,6 +143,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         + (f", resuming with {len(earlier)} trials" if earlier else ""),
         highlight=False,
     )
+    history = store.trials(model=base.model.name)
     sweeper = search.Sweeper(
         space,
         target,
@@ -150,14 +153,11 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
             report.sweep_step_line(progress, step, cfg.trials), soft_wrap=True
         ),
         on_result=lambda result, reused: store.link(sweep_id, result.id or 0, reused),
+        predict=lambda spec: estimated_device_peak(spec, history),
     )
     sweeper.resume(earlier)
     sweeper.warm_start(
-        [
-            r
-            for r in store.trials(model=base.model.name)
-            if r.environment and r.environment.device_name == device_name
-        ]
+        [r for r in history if r.environment and r.environment.device_name == device_name]
     )
     reason = sweeper.run(cfg.trials, cfg.minutes, cfg.patience)
     err.print(f"stopped: {reason}", highlight=False)
@@ -220,6 +220,34 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
         out.print(report.recommendation_report(rec, None))
     if rec.best is None:
         raise typer.Exit(1)
+
+
+@app.command(name="estimate")
+def estimate_command(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
+    """Predict the memory breakdown of a setting without a GPU, and the largest batch that fits.
+
+    \b
+    Examples:
+      advisor estimate model=gpt2 batch_size=16 precision=bf16 gpu=rtx4090
+      advisor estimate model=resnet50 batch_size=256 checkpointing=blocks gpu.memory=24GiB --json
+    Runs one training step on fake tensors (nothing is allocated), emulating what the GPU runs
+    (CUDA autocast, fused attention); calibrates on measured history of the same model. Takes
+    every knob of advisor run; gpu= names the target (default: the local GPU).
+    """
+    try:
+        cfg = load(["device=cuda", *(overrides or [])])  # the estimate is for a GPU
+        spec = trial_spec(cfg)
+        target = search.target_of(cfg, spec.device)
+    except (ConfigError, SpecError) as error:
+        fail(str(error))
+    store = open_store(cfg.db_url)
+    history = store.trials(model=spec.model.name, status="ok")
+    with err.status(f"estimating {report.describe_spec(spec)} on fake tensors"):
+        result = estimate(spec, target, history)
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        out.print(report.estimate_report(result))
 
 
 class MeasuringBackend:

@@ -14,6 +14,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from advisor.result import Status, TrialResult
 from advisor.spec import TrialSpec
 
 
@@ -56,3 +57,27 @@ def fit(points: Sequence[tuple[int, int]], fixed_bytes: int | None = None) -> Af
     intercept = mean_p - slope * mean_b
     residual = max(abs(p - (intercept + slope * b)) for b, p in points)
     return AffineFit(intercept, slope, residual, n)
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """The GPU memory a sweep must fit: a profile's, a budget, or the local GPU's."""
+
+    name: str
+    memory_bytes: int
+    margin: float  # fraction kept free
+
+    @property
+    def allowed_bytes(self) -> int:
+        return int(self.memory_bytes * (1 - self.margin))
+
+    def excess(self, peak_bytes: float) -> float:
+        """Optuna's constraint value: <= 0 fits."""
+        return (peak_bytes - self.allowed_bytes) / self.allowed_bytes
+
+    def fits(self, result: TrialResult) -> bool:
+        return (
+            result.status is Status.ok
+            and result.memory is not None
+            and (result.memory.device_peak_bytes <= self.allowed_bytes)
+        )

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from advisor.memory_model import Target
 from advisor.result import Status, TrialResult
-from advisor.search import Target
 
 MIN_TRIALS = 3  # fewer measured settings than this is too thin to recommend from
 RUNNERS_UP = 4

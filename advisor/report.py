@@ -10,9 +10,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from advisor.estimate import Estimate
+from advisor.memory_model import Target
 from advisor.recommend import Recommendation
 from advisor.result import Memory, Status, TrialResult
-from advisor.search import Step, SweepProgress, Target
+from advisor.search import Step, SweepProgress
 from advisor.spec import TrialSpec
 
 # The categories of a breakdown, in the order they are stacked, with their colours.
@@ -328,3 +330,62 @@ def save_sweep_png(results: Sequence[TrialResult], rec: Recommendation, path: Pa
     ax.legend(fontsize=8, loc="lower right")
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
+
+
+def estimate_report(e: Estimate) -> Group:
+    """The estimated breakdown against the target, the largest batch, and where memory goes."""
+    s, target = e.step, e.target
+    verdict = "fits" if e.fits else "does not fit"
+    lines: list[Text | Table] = [
+        Text(f"estimate for {describe_spec(e.spec)} on {target.name} (nothing was run)",
+             style="bold"),
+        Text(f"device peak {gib(e.device_peak_bytes)} of {gib(target.memory_bytes)}: {verdict} "
+             f"under {gib(target.allowed_bytes)} ({target.margin:.0%} kept free); largest micro "
+             f"batch that fits: {e.largest_batch if e.largest_batch is not None else '-'}",
+             style="green" if e.fits else "red"),
+    ]  # fmt: skip
+    table = Table(title="estimated memory", title_justify="left")
+    table.add_column("category")
+    table.add_column("size", justify="right")
+    for label, value in [
+        ("CUDA context (+ libraries)", e.context_bytes),
+        ("parameters", s.params_bytes),
+        ("optimizer state", s.optimizer_state_bytes),
+        ("gradients", s.grads_bytes),
+        ("activations", s.activations_bytes),
+        ("inputs", s.inputs_bytes),
+        ("peak allocated", e.peak_allocated_bytes),
+        (
+            f"peak reserved (x{e.reserved_factor:.2f})",
+            int(e.peak_allocated_bytes * e.reserved_factor),
+        ),
+        ("device peak (reserved + context)", e.device_peak_bytes),
+    ]:
+        table.add_row(label, gib(value))
+    lines.append(table)
+    modules = Table(title="modules holding the most activation memory", title_justify="left")
+    modules.add_column("module")
+    modules.add_column("activations", justify="right")
+    for name, size in s.top_modules:
+        modules.add_row(name, gib(size))
+    lines.append(modules)
+    c = e.calibration
+    if c is None:
+        lines.append(
+            Text(
+                "not calibrated: no measured history of this model; the context and the "
+                "allocator's reserve are defaults from H200 runs (how far to trust that: "
+                "experiments/2026-11-30-estimate)",
+                style="yellow",
+            )
+        )
+    else:
+        lines.append(
+            Text(
+                f"calibrated on {c.trials} measured trials: uncorrected error median "
+                f"{c.error_median:.1%}, worst {c.error_worst:.1%}; peak scaled by "
+                f"{c.peak_ratio:.3f}, reserve x{c.reserved_factor:.2f}, "
+                f"context {gib(c.context_bytes)}"
+            )
+        )
+    return Group(*lines)

@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 
 from advisor import gpus
 from advisor.config import MeasureConfig
-from advisor.memory_model import AffineFit, family_key, fit
+from advisor.memory_model import AffineFit, Target, family_key, fit
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
 from advisor.space import Choice, Space, as_int
@@ -41,32 +41,10 @@ from advisor.store.store import Store
 CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
 CLEARLY_OVER = 0.03  # skip a spec when the memory line puts it this far over, beyond its error
 CLEARLY_OVER_ONE_POINT = 0.10  # ... or this far, when one measured batch drew the line
+CLEARLY_OVER_ESTIMATE = 0.15  # ... or this far by the fake-tensor estimate (over by 8% at worst
+# on the H200, experiments/2026-11-30-estimate), when no line exists yet
 STARTUP_TRIALS = 8  # TPE samples at random until this many trials; patience waits for them too
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
-
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-    """The GPU memory a sweep must fit: a profile's, a budget, or the local GPU's."""
-
-    name: str
-    memory_bytes: int
-    margin: float  # fraction kept free
-
-    @property
-    def allowed_bytes(self) -> int:
-        return int(self.memory_bytes * (1 - self.margin))
-
-    def excess(self, peak_bytes: float) -> float:
-        """Optuna's constraint value: <= 0 fits."""
-        return (peak_bytes - self.allowed_bytes) / self.allowed_bytes
-
-    def fits(self, result: TrialResult) -> bool:
-        return (
-            result.status is Status.ok
-            and result.memory is not None
-            and (result.memory.device_peak_bytes <= self.allowed_bytes)
-        )
 
 
 class Backend(Protocol):
@@ -104,7 +82,7 @@ class Step:
     """One spec the sweep considered and how it was settled."""
 
     spec: TrialSpec
-    how: str  # measured | history | oom-monotone | memory-model | repeat
+    how: str  # measured | history | oom-monotone | memory-model | estimate | repeat
     result: TrialResult | None  # None when judged infeasible without running
     feasible: bool
     reason: str = ""
@@ -134,9 +112,11 @@ class Sweeper:
         study: optuna.Study,
         on_step: Callable[[SweepProgress, Step], None] = lambda progress, step: None,
         on_result: Callable[[TrialResult, bool], None] = lambda result, reused: None,
+        predict: Callable[[TrialSpec], int] | None = None,
     ) -> None:
         self.space, self.target, self.backend, self.study = space, target, backend, study
         self.on_step, self.on_result = on_step, on_result
+        self.predict = predict  # a spec's device peak without running it (advisor estimate)
         self.progress = SweepProgress()
         self.results: dict[str, TrialResult] = {}  # by spec hash: what this sweep knows
         self._told: dict[str, Step] = {}
@@ -309,6 +289,11 @@ class Sweeper:
             if self.target.excess(predicted) > clearly:
                 reason = f"memory line predicts {predicted / 2**30:.1f} GiB"
                 return Step(spec, "memory-model", None, False, reason)
+        elif self.predict is not None:  # no line for this family yet: ask the estimate
+            estimated = self.predict(spec)
+            if self.target.excess(estimated) > CLEARLY_OVER_ESTIMATE:
+                reason = f"estimated at {estimated / 2**30:.1f} GiB without running"
+                return Step(spec, "estimate", None, False, reason)
         return None
 
     def _queue_larger(self, spec: TrialSpec) -> None:

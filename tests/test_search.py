@@ -10,7 +10,7 @@ from fake_backend import CAPACITY, FakeBackend, GiB, line, peak
 
 from advisor import search
 from advisor.config import load, trial_spec
-from advisor.memory_model import fit
+from advisor.memory_model import Target, fit
 from advisor.recommend import recommend
 from advisor.result import Status
 from advisor.space import space_of
@@ -188,7 +188,7 @@ def test_recommend_from_history_alone(db_url, study_url):
     sweeper, _ = make_sweeper(store, backend, study_url, memory="80GiB")
     sweeper.run(trials=15, minutes=None, patience=100)
     history = store.trials(status="ok")
-    small = search.Target("a100_40gb", 40 * GiB, 0.05)
+    small = Target("a100_40gb", 40 * GiB, 0.05)
     rec = recommend(history, small)
     assert rec.best is not None and rec.thin is None
     assert rec.best.memory.device_peak_bytes <= small.allowed_bytes
@@ -231,3 +231,21 @@ def test_the_designed_trials_come_first(db_url, study_url):
     assert start.batch_size == 32
     # then the climb: one batch fixes the fake family's line only with a second point
     assert backend.calls[1].batch_size == 64
+
+
+def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_url, study_url):
+    store = Store(db_url)
+    backend = FakeBackend(store)
+    overrides = [*SPACE, "gpu.memory=24GiB"]
+    cfg = load(overrides)
+    base = trial_spec(cfg)
+    space = space_of(cfg, overrides, base)
+    target = search.target_of(cfg, base.device)
+    study = search.open_study(study_url, "estimate")
+    sweeper = search.Sweeper(space, target, backend, study, predict=peak)  # a perfect estimate
+    huge = dataclasses.replace(base, precision=base.precision.__class__("fp32"), batch_size=1024)
+    sweeper.study.enqueue_trial(space.params(huge))
+    sweeper.run(trials=1, minutes=None, patience=100)
+    first = sweeper.progress.steps[0]
+    assert first.how == "estimate" and not first.feasible and first.spec == huge
+    assert huge not in backend.calls

@@ -1,0 +1,94 @@
+"""advisor estimate on tiny models on the CPU, against what the worker measures there."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FAST, spec_of
+from test_cli import advisor, trial_count
+
+from advisor.estimate import estimate, fake_step
+from advisor.memory_model import Target
+from advisor.runner import run_trial
+
+BIG = Target("big", 2**40, 0.05)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["model=tiny_mlp", "batch_size=64"],
+        ["model=tiny_mlp", "batch_size=64", "optimizer=sgd_momentum", "grad_accum=2"],
+        ["model=tiny_cnn", "batch_size=16", "precision=bf16"],
+        ["model=tiny_gpt2", "batch_size=8", "checkpointing=blocks"],
+    ],
+)
+def test_estimate_matches_the_cpu_measurement(overrides):
+    spec = spec_of(*overrides)
+    measured = run_trial(spec, FAST, timeout_s=120).memory
+    estimated = fake_step(spec)
+    # exact where it must be: these are sizes of tensors, not of what the kernels do
+    assert estimated.params_bytes == measured.params_bytes
+    assert estimated.grads_bytes == measured.grads_bytes
+    assert estimated.inputs_bytes == measured.inputs_bytes
+    steps = measured.optimizer_state_bytes - estimated.optimizer_state_bytes
+    assert 0 <= steps <= 4 * 64  # the CPU also counts Adam's 4-byte step counters
+    # stated tolerances: activations within 10%, the steady-state peak within 15%
+    assert estimated.activations_bytes == pytest.approx(measured.activations_bytes, rel=0.10)
+    assert estimated.peak_allocated_bytes == pytest.approx(
+        measured.steady_peak_allocated_bytes, rel=0.15
+    )
+
+
+def test_the_largest_batch_fits_and_one_more_step_does_not():
+    spec = spec_of("model=tiny_mlp", "batch_size=64")
+    target = Target("small", 8 * 2**20, 0.05)
+    e = estimate(spec, target)
+    assert e.largest_batch is not None and e.largest_batch > 64
+    at_largest = estimate(spec_of("model=tiny_mlp", f"batch_size={e.largest_batch}"), target)
+    assert at_largest.fits
+    beyond = estimate(spec_of("model=tiny_mlp", f"batch_size={2 * e.largest_batch}"), target)
+    assert not beyond.fits
+
+
+def test_gpu_estimate_emulates_autocast_and_names_where_memory_goes():
+    fp32 = fake_step(spec_of("model=tiny_gpt2", "device=cuda", "batch_size=8"))
+    bf16 = fake_step(spec_of("model=tiny_gpt2", "device=cuda", "batch_size=8", "precision=bf16"))
+    assert bf16.activations_bytes < fp32.activations_bytes  # 16-bit matmul outputs
+    assert fp32.params_bytes % 512 == 0  # rounded as the caching allocator rounds
+    assert fp32.top_modules and fp32.top_modules[0][1] >= fp32.top_modules[-1][1]
+
+
+def test_estimate_command(db_url):
+    result = advisor(
+        "estimate",
+        "model=tiny_gpt2",
+        "batch_size=8",
+        "precision=bf16",
+        "gpu=rtx4090",
+        "--json",
+        db_url=db_url,
+    )
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    for key in (
+        "context_bytes",
+        "params_bytes",
+        "activations_bytes",
+        "grads_bytes",
+        "optimizer_state_bytes",
+        "peak_allocated_bytes",
+        "peak_reserved_bytes",
+    ):
+        assert answer["memory"][key] > 0
+    assert answer["fits"] is True and answer["largest_batch"] > 8
+    assert answer["top_modules"] and answer["calibration"] is None
+    assert trial_count(db_url) == 0  # nothing was run
+
+
+def test_estimate_bad_input_is_one_line(db_url):
+    result = advisor("estimate", "model=tiny_gpt2", "batch_size=0", db_url=db_url)
+    assert result.returncode == 2
+    assert result.stderr.startswith("advisor: batch_size must be a positive integer")
+    assert result.stderr.count("\n") == 1
