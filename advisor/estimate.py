@@ -138,57 +138,64 @@ class Estimate:
 def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = ()) -> Estimate:
     """The estimate for a spec on the target GPU, calibrated on history of the same model."""
     step = fake_step(spec)
-    calibration = calibrate(spec, history) if history else None
-    ratio = calibration.peak_ratio if calibration else 1.0
-    factor = calibration.reserved_factor if calibration else DEFAULT_RESERVED_FACTOR
-    context = calibration.context_bytes if calibration else DEFAULT_CONTEXT_BYTES
-    if spec.device is Device.cpu:
-        ratio, factor, context = 1.0, 1.0, 0
-    peak = int(step.peak_allocated_bytes * ratio)
-
-    def device_peak(peak_allocated: float) -> int:
-        return int(peak_allocated * factor) + context
-
-    # The passes' peak is affine in the batch (two fake steps draw the line); the update's is
-    # not, so it only says whether any batch fits.
-    other = fake_step(dataclasses.replace(spec, batch_size=spec.batch_size * 2))
-    line = fit(
-        [(spec.batch_size, device_peak(step.passes_peak_bytes * ratio)),
-         (spec.batch_size * 2, device_peak(other.passes_peak_bytes * ratio))]
+    corrections = _Corrections.of(spec, history)
+    peak = int(step.peak_allocated_bytes * corrections.ratio)
+    largest = _largest_batch(spec, target, corrections)
+    if corrections.device_peak(step.update_peak_bytes) > target.allowed_bytes:
+        largest = 0  # the optimizer step alone does not fit
+    return Estimate(
+        spec, target, step, corrections.context, corrections.factor, peak,
+        corrections.device_peak(step.peak_allocated_bytes), largest, corrections.calibration,
     )  # fmt: skip
-    largest = line.largest_batch(target.allowed_bytes) if line else None
-    # The line is straight only roughly: check its answer with a fake step there, and redraw it
-    # through the nearer points until the answer holds (three times at most).
-    points = [(spec.batch_size * 2, device_peak(other.passes_peak_bytes * ratio))]
-    for _ in range(3):
-        if not largest:
-            break
-        at = device_peak(
-            fake_step(dataclasses.replace(spec, batch_size=largest)).passes_peak_bytes * ratio
-        )
-        above = device_peak(
-            fake_step(dataclasses.replace(spec, batch_size=largest + 1)).passes_peak_bytes * ratio
-        )
-        if at <= target.allowed_bytes < above:
-            break
-        points = [points[-1], (largest, at)]
-        redrawn = fit(points)
-        largest = redrawn.largest_batch(target.allowed_bytes) if redrawn else largest
-    if device_peak(step.update_peak_bytes * ratio) > target.allowed_bytes:
-        largest = 0
-    return Estimate(spec, target, step, context, factor, peak, device_peak(peak), largest,
-                    calibration)  # fmt: skip
 
 
 def device_peak(spec: TrialSpec, history: Sequence[TrialResult] = ()) -> int:
     """Just the device peak of one spec (the sweep's question before it spends GPU time)."""
-    calibration = calibrate(spec, history) if history else None
-    if spec.device is Device.cpu:
-        return fake_step(spec).peak_allocated_bytes
-    ratio = calibration.peak_ratio if calibration else 1.0
-    factor = calibration.reserved_factor if calibration else DEFAULT_RESERVED_FACTOR
-    context = calibration.context_bytes if calibration else DEFAULT_CONTEXT_BYTES
-    return int(fake_step(spec).peak_allocated_bytes * ratio * factor) + context
+    return _Corrections.of(spec, history).device_peak(fake_step(spec).peak_allocated_bytes)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Corrections:
+    """What turns a fake run's bytes into the device's: calibrated, defaults, or none (CPU)."""
+
+    calibration: Calibration | None
+    ratio: float  # on the peak allocated
+    factor: float  # reserved (first steps included) over allocated
+    context: int
+
+    @classmethod
+    def of(cls, spec: TrialSpec, history: Sequence[TrialResult]) -> _Corrections:
+        if spec.device is Device.cpu:
+            return cls(None, 1.0, 1.0, 0)
+        c = calibrate(spec, history) if history else None
+        if c is None:
+            return cls(None, 1.0, DEFAULT_RESERVED_FACTOR, DEFAULT_CONTEXT_BYTES)
+        return cls(c, c.peak_ratio, c.reserved_factor, c.context_bytes)
+
+    def device_peak(self, allocated: float) -> int:
+        return int(allocated * self.ratio * self.factor) + self.context
+
+
+def _largest_batch(spec: TrialSpec, target: Target, corrections: _Corrections) -> int | None:
+    """The largest micro batch whose passes fit. Their peak is close to affine in the batch:
+    a line through batch b and 2b, then checked with a fake step at its answer and redrawn
+    through the nearer points until the answer holds (three times at most)."""
+
+    def peak_at(batch: int) -> int:
+        step = fake_step(dataclasses.replace(spec, batch_size=batch))
+        return corrections.device_peak(step.passes_peak_bytes)
+
+    b = spec.batch_size
+    points = [(b, peak_at(b)), (2 * b, peak_at(2 * b))]
+    line = fit(points)
+    largest = line.largest_batch(target.allowed_bytes) if line else None
+    for _ in range(3):
+        if not largest or peak_at(largest) <= target.allowed_bytes < peak_at(largest + 1):
+            break
+        points = [points[-1], (largest, peak_at(largest))]
+        line = fit(points)
+        largest = line.largest_batch(target.allowed_bytes) if line else largest
+    return largest
 
 
 def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | None:
@@ -261,7 +268,8 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         params_bytes = counter.bytes_of([*params, *model.buffers()])
         inputs, labels = make_batch(dataclasses.replace(spec, device=Device.cpu), cpu)
         inputs_bytes = counter.bytes_of([inputs, labels])
-        state_bytes = int(_optimizer_state_ratio(spec) * counter.bytes_of(params))
+        state_ratio, update_ratio = _optimizer_probe(spec.optimizer.builder)
+        state_bytes = int(state_ratio * counter.bytes_of(params))
         counter.extra = state_bytes  # the optimizer's state stays alive through the step
         counter.peak = counter.live + counter.extra
         top: dict[str, int] = {}
@@ -275,7 +283,7 @@ def fake_step(spec: TrialSpec) -> FakeStep:
             del loss
         grads_bytes = counter.bytes_of([p.grad for p in params if p.grad is not None])
         # the optimizer step: parameters, gradients and state, plus the update's temporaries
-        update_peak = counter.live + state_bytes + _optimizer_temporaries(spec, grads_bytes)
+        update_peak = counter.live + state_bytes + int(update_ratio * grads_bytes)
     return FakeStep(
         params_bytes=params_bytes,
         grads_bytes=grads_bytes,
@@ -483,11 +491,3 @@ def _optimizer_probe(builder: str) -> tuple[float, float]:
     per_element = sum(t.numel() * t.element_size() for t in state if t.numel() == param.numel())
     param_bytes = param.numel() * param.element_size()
     return per_element / param_bytes, (counter.peak - before) / param_bytes
-
-
-def _optimizer_state_ratio(spec: TrialSpec) -> float:
-    return _optimizer_probe(spec.optimizer.builder)[0]
-
-
-def _optimizer_temporaries(spec: TrialSpec, grads_bytes: int) -> int:
-    return int(_optimizer_probe(spec.optimizer.builder)[1] * grads_bytes)
