@@ -18,6 +18,18 @@ from sqlalchemy import create_engine, inspect
 ADVISOR = shutil.which("advisor", path=str(Path(sys.executable).parent))
 
 
+# The memory figures every verb's --json names the same way.
+MEMORY_KEYS = (
+    "context_bytes",
+    "params_bytes",
+    "activations_bytes",
+    "grads_bytes",
+    "optimizer_state_bytes",
+    "peak_allocated_bytes",
+    "peak_reserved_bytes",
+)
+
+
 def advisor(*args: str, db_url: str | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.pop("ADVISOR_DB_URL", None)
@@ -61,15 +73,7 @@ def test_run_then_history_as_json(db_url, tmp_path):
         "device",
     ):
         assert key in trial["spec"]
-    for key in (
-        "context_bytes",
-        "params_bytes",
-        "activations_bytes",
-        "grads_bytes",
-        "optimizer_state_bytes",
-        "peak_allocated_bytes",
-        "peak_reserved_bytes",
-    ):
+    for key in MEMORY_KEYS:
         assert isinstance(trial["memory"][key], int)
     assert trial["throughput"]["samples_per_s"] > 0
     assert trial["throughput"]["step_s_median"] > 0

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import FAST, spec_of
-from test_cli import advisor, trial_count
+from test_cli import MEMORY_KEYS, advisor, trial_count
 
 from advisor.estimate import estimate, fake_step
 from advisor.memory_model import Target
@@ -72,15 +72,7 @@ def test_estimate_command(db_url):
     )
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
-    for key in (
-        "context_bytes",
-        "params_bytes",
-        "activations_bytes",
-        "grads_bytes",
-        "optimizer_state_bytes",
-        "peak_allocated_bytes",
-        "peak_reserved_bytes",
-    ):
+    for key in MEMORY_KEYS:
         assert answer["memory"][key] > 0
     assert answer["fits"] is True and answer["largest_batch"] > 8
     assert answer["top_modules"] and answer["calibration"] is None
