@@ -136,7 +136,12 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     assert record.id is not None
     sweep_id = record.id
     study = search.open_study(cfg.study_db_url or study_url(), key)
-    earlier = store.sweep_trials(sweep_id)
+    # what earlier runs of this sweep used; confirmations under a cap are evidence, not points
+    earlier = [
+        (result, reused)
+        for result, reused in store.sweep_trials(sweep_id)
+        if result.spec.memory_cap_bytes == base.memory_cap_bytes
+    ]
     err.print(
         f"sweep {sweep_id}: {base.model.name} on {device_name} for {target.name} "
         f"({space.size()} points in the space)"
@@ -204,14 +209,20 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
     fits transfers between GPUs with the same torch version.
     """
     try:
-        cfg = load(["device=cpu", *(overrides or [])])  # nothing runs: no device needed
+        given = overrides or []
+        # nothing runs; the device says which measurements count (GPU ones unless told)
+        cfg = load(
+            given if any(o.startswith("device=") for o in given) else ["device=cuda", *given]
+        )
         base = trial_spec(cfg)
         target = search.target_of(cfg, base.device)
     except (ConfigError, SpecError) as error:
         fail(str(error))
     store = open_store(cfg.db_url)
     history = [
-        r for r in store.trials(model=base.model.name, status="ok") if r.spec.model == base.model
+        r
+        for r in store.trials(model=base.model.name, status="ok")
+        if r.spec.model == base.model and r.spec.device is base.device
     ]
     rec = recommend(history, target, cfg.effective_batch_size)
     if as_json:

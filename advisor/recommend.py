@@ -50,6 +50,7 @@ def recommend(
         for r in _newest_per_spec(results)
         if r.status is Status.ok and r.memory is not None and r.throughput is not None
         if effective_batch_size is None or r.spec.effective_batch_size == effective_batch_size
+        if r.spec.memory_cap_bytes is None  # runs under a cap confirm a setting; not candidates
     ]
     fitting = sorted((r for r in ok if target.fits(r)), key=_speed, reverse=True)
     thin = None

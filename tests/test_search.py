@@ -249,3 +249,18 @@ def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_ur
     first = sweeper.progress.steps[0]
     assert first.how == "estimate" and not first.feasible and first.spec == huge
     assert huge not in backend.calls
+
+
+def test_runs_under_a_cap_confirm_but_are_not_recommended(db_url, study_url):
+    store = Store(db_url)
+    sweeper, target = make_sweeper(store, FakeBackend(store), study_url)
+    sweeper.run(trials=6, minutes=None, patience=100)
+    results = list(sweeper.results.values())
+    best = recommend(results, target).best
+    capped = dataclasses.replace(
+        best,
+        spec=dataclasses.replace(best.spec, memory_cap_bytes=target.allowed_bytes),
+        throughput=dataclasses.replace(best.throughput, samples_per_s=1e9),
+        id=10_000,
+    )
+    assert recommend([*results, capped], target).best == best

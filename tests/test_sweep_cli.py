@@ -47,13 +47,17 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
     assert trial_count(db_url) == measured  # nothing measured twice
     assert json.loads(again.stdout)["recommendation"] == best
 
-    rec = advisor("recommend", "model=tiny_mlp", "gpu.memory=12MiB", "--json", db_url=db_url)
+    rec = advisor(
+        "recommend", "model=tiny_mlp", "device=cpu", "gpu.memory=12MiB", "--json", db_url=db_url
+    )
     assert rec.returncode == 0, rec.stderr
     from_history = json.loads(rec.stdout)
     assert from_history["recommendation"]["id"] == best["id"]
     assert from_history["measured_on"][0].startswith("CPU")
 
-    table = advisor("recommend", "model=tiny_mlp", "gpu=t4", db_url=db_url)
+    table = advisor("recommend", "model=tiny_mlp", "device=cpu", "gpu=t4", db_url=db_url)
+    gpu_only = advisor("recommend", "model=tiny_mlp", "gpu=t4", db_url=db_url)
+    assert gpu_only.returncode == 1 and "only 0 measured" in gpu_only.stdout  # CPU runs don't count
     assert "recommended:" in table.stdout
     assert "memory feasibility transfers to t4" in table.stdout.replace("\n", " ")
 
