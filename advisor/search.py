@@ -5,9 +5,11 @@ target's memory less a margin, given to Optuna with `trial.set_constraint`; an O
 infeasible trial, so the sampler learns where the wall is. Before any GPU time is spent on a spec:
 - a spec measured before in this environment is reused;
 - a batch at or above one that did not fit (same other knobs) is infeasible without running;
-- a family's fitted memory line (memory_model) that clearly puts a spec over budget skips it.
-After a spec fits, the same family at the largest batch predicted to fit (or, before two points
-fix the line, at the next batch up) is queued next: throughput usually grows with batch.
+- a family's fitted memory line (memory_model) that clearly puts a spec over budget skips it;
+- without a line yet, so does the fake-tensor estimate (advisor estimate), by a wider margin.
+Before the sampler's own trials come designed ones (see Sweeper._design_next), and after a spec
+fits, the same family at the largest batch predicted to fit (or, before the line exists, at the
+next batch up) is queued next: throughput usually grows with batch.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ CLEARLY_OVER = 0.03  # skip a spec when the memory line puts it this far over, b
 CLEARLY_OVER_ONE_POINT = 0.10  # ... or this far, when one measured batch drew the line
 CLEARLY_OVER_ESTIMATE = 0.15  # ... or this far by the fake-tensor estimate (over by 8% at worst
 # on the H200, experiments/2026-11-30-estimate), when no line exists yet
-STARTUP_TRIALS = 8  # TPE samples at random until this many trials; patience waits for them too
+STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
 
 
