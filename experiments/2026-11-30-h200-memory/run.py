@@ -33,7 +33,7 @@ from pathlib import Path
 from advisor.config import MeasureConfig, load, trial_spec
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
-from advisor.spec import TrialSpec
+from advisor.spec import TrialSpec, plain
 
 GiB, MiB = 2**30, 2**20
 HERE = Path(__file__).parent
@@ -79,9 +79,7 @@ class Pool:
         row["spec"]["model"], row["spec"]["optimizer"] = r.spec.model.name, r.spec.optimizer.name
         for key in ("memory", "throughput", "environment", "failure"):
             value = getattr(r, key)
-            row[key] = (
-                json.loads(json.dumps(dataclasses.asdict(value), default=str)) if value else None
-            )
+            row[key] = plain(dataclasses.asdict(value)) if value else None
         row["wall_s"] = r.wall_s
         with self.write:
             self.lines.write(json.dumps(row) + "\n")
