@@ -2,10 +2,16 @@
 
     python3 accuracy.py > accuracy.md
 
-The measured side is every ok trial recorded in experiments/2026-11-30-h200-measure/raw and
-experiments/2026-11-30-h200-sweep/raw (resnet50, gpt2, vit_b_16). Each trial's spec is rebuilt
+The measured side is every ok, uncapped trial recorded in experiments/2026-11-30-h200-measure,
+-h200-sweep and -h200-memory (resnet50, vit_b_16, gpt2 x fp32/bf16/fp16 x checkpointing x three
+batches, and more); where a spec was measured twice, the newest. Each trial's spec is rebuilt
 from its settings through the config (its hash must match the recorded one), estimated without
 calibration, then with calibration on the *other* trials of the same model (leave one out).
+
+Two device peaks are compared: the whole trial's (first steps included) and the steady one (the
+timed steps' peak reserved plus the context). The second is what decides a fit: -h200-memory's
+capped runs show the first step's extra (cuDNN's benchmark workspaces) shrinking to fit a cap.
+Last, the largest batch for a budget against the bisected truth of -h200-memory/raw/truth.json.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import time
 from pathlib import Path
 
 from advisor.config import load, trial_spec
-from advisor.estimate import estimate, fake_step
+from advisor.estimate import estimate, fake_step, steady_device_peak
 from advisor.memory_model import Target
 from advisor.result import Environment, Status, Throughput, TrialResult, memory_from_dict
 
@@ -24,9 +30,22 @@ HERE = Path(__file__).parent
 RAW = [
     *sorted((HERE.parent / "2026-11-30-h200-measure" / "raw").glob("results-gpu-*.jsonl")),
     HERE.parent / "2026-11-30-h200-sweep" / "raw" / "grid.jsonl",
+    HERE.parent / "2026-11-30-h200-memory" / "raw" / "trials.jsonl",
 ]
+TRUTH = HERE.parent / "2026-11-30-h200-memory" / "raw" / "truth.json"
+TRUTH_FAMILIES = {  # truth.json's tag: the family's settings (batch size aside)
+    "truth-r50": ["model=resnet50", "precision=fp32"],
+    "truth-gpt2": ["model=gpt2", "precision=bf16"],
+    "truth-vit": ["model=vit_b_16", "precision=bf16"],
+}
 H200 = Target("h200", 150754820096, 0.05)
 GiB = 2**30
+
+
+def unprefixed(memory: dict) -> dict:
+    """-h200-memory's run.py wrote the peak phase as str(Phase.forward): 'Phase.forward'."""
+    phase = memory.get("peak_phase")
+    return {**memory, "peak_phase": phase.removeprefix("Phase.") if phase else None}
 
 
 def trials() -> list[TrialResult]:
@@ -34,7 +53,7 @@ def trials() -> list[TrialResult]:
     for path in RAW:
         for line in path.open():
             d = json.loads(line)
-            if d.get("status") != "ok":
+            if d.get("status") != "ok" or d["spec"]["memory_cap_bytes"] is not None:
                 continue
             s = d["spec"]
             spec = trial_spec(
@@ -54,13 +73,13 @@ def trials() -> list[TrialResult]:
                 )
             )
             assert spec.hash == s["hash"], (spec.hash, s)
-            if "part a" in path.name and s["precision"] == "fp16":
+            if path.name == "results-gpu-a.jsonl" and s["precision"] == "fp16":
                 continue  # measured before the fp16 warm-up fix; part b has them again
             seen[spec.hash] = TrialResult(
                 spec,
                 Status.ok,
                 Environment(**d["environment"]),
-                memory_from_dict(d["memory"]),
+                memory_from_dict(unprefixed(d["memory"])),
                 Throughput(**d["throughput"]),
                 None,
                 d["wall_s"],
@@ -71,21 +90,26 @@ def trials() -> list[TrialResult]:
 
 def main() -> None:
     measured = trials()
-    rows, errors = [], {"alloc": [], "device": [], "alloc_cal": [], "device_cal": []}
-    seconds = []
+    rows, seconds = [], []
+    errors: dict[str, list[float]] = {
+        k: [] for k in ("alloc", "alloc_cal", "device", "device_cal", "steady", "steady_cal")
+    }
     for r in measured:
         m = r.memory
+        assert m is not None
         fake_step.cache_clear()  # time a cold estimate: two fake steps (batch b and 2b)
         started = time.perf_counter()
         raw = estimate(r.spec, H200)
         seconds.append((r.spec.model.name, time.perf_counter() - started))
-        others = [o for o in measured if o is not r]
-        cal = estimate(r.spec, H200, others)
+        cal = estimate(r.spec, H200, [o for o in measured if o is not r])
+        steady = steady_device_peak(r)
         e = {
             "alloc": raw.peak_allocated_bytes / m.steady_peak_allocated_bytes - 1,
-            "device": raw.device_peak_bytes / m.device_peak_bytes - 1,
             "alloc_cal": cal.peak_allocated_bytes / m.steady_peak_allocated_bytes - 1,
+            "device": raw.device_peak_bytes / m.device_peak_bytes - 1,
             "device_cal": cal.device_peak_bytes / m.device_peak_bytes - 1,
+            "steady": raw.device_peak_bytes / steady - 1,
+            "steady_cal": cal.device_peak_bytes / steady - 1,
         }
         for k, v in e.items():
             errors[k].append(v)
@@ -95,16 +119,22 @@ def main() -> None:
             f"cl={s.channels_last} b{s.batch_size} | {m.steady_peak_allocated_bytes / GiB:.2f} "
             f"| {raw.peak_allocated_bytes / GiB:.2f} ({e['alloc']:+.1%}) "
             f"| {cal.peak_allocated_bytes / GiB:.2f} ({e['alloc_cal']:+.1%}) "
-            f"| {m.device_peak_bytes / GiB:.2f} | {raw.device_peak_bytes / GiB:.2f} ({e['device']:+.1%}) "
-            f"| {cal.device_peak_bytes / GiB:.2f} ({e['device_cal']:+.1%}) |"
+            f"| {steady / GiB:.2f} | {m.device_peak_bytes / GiB:.2f} "
+            f"| {raw.device_peak_bytes / GiB:.2f} ({e['steady']:+.1%} / {e['device']:+.1%}) "
+            f"| {cal.device_peak_bytes / GiB:.2f} ({e['steady_cal']:+.1%} / {e['device_cal']:+.1%}) |"
         )
     print(f"# Estimate against the H200: {len(measured)} measured trials\n")
     print(
         "| spec | measured steady peak alloc GiB | estimated | calibrated (leave one out) "
-        "| measured device peak GiB | estimated | calibrated |"
+        "| measured device peak GiB, steady | whole trial | estimated (error vs steady / whole) "
+        "| calibrated |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
+    print("\nalloc: steady peak allocated; steady: device peak of the timed steps (reserved plus")
+    print(
+        "context); device: the whole trial's device peak (first steps included); _cal: calibrated"
+    )
     print("\n| error | median abs | worst abs | worst under (most negative) |")
     print("|---|---|---|---|")
     for k, v in errors.items():
@@ -112,16 +142,37 @@ def main() -> None:
             f"| {k} | {statistics.median(abs(x) for x in v):.1%} | {max(abs(x) for x in v):.1%} "
             f"| {min(v):+.1%} |"
         )
-    per_model = {}
+    per_model: dict[str, list[float]] = {}
     for model, t in seconds:
         per_model.setdefault(model, []).append(t)
     print(
-        "\nseconds per uncalibrated estimate, cold (two fake steps; the first of all also probes the optimizer): "
+        "\nseconds per uncalibrated estimate, cold (two fake steps; the first of all also probes "
+        "the optimizer): "
         + ", ".join(
             f"{k} median {statistics.median(v):.1f} s, max {max(v):.1f} s"
             for k, v in per_model.items()
         )
     )
+    largest_batches(measured)
+
+
+def largest_batches(measured: list[TrialResult]) -> None:
+    """The estimate's largest batch for a budget (no margin) against the largest that ran under
+    a cap of that budget less the context on the H200."""
+    print("\n## Largest batch for a budget against the bisected truth\n")
+    print("| family | budget | truth | estimated | calibrated |")
+    print("|---|---|---|---|---|")
+    for tag, truth in json.loads(TRUTH.read_text()).items():
+        spec = trial_spec(load(["device=cuda", "batch_size=32", *TRUTH_FAMILIES[tag]]))
+        target = Target(tag, truth["budget_bytes"], 0.0)
+        history = [r for r in measured if r.spec.model == spec.model]
+        raw, cal = estimate(spec, target).largest_batch, estimate(spec, target, history)
+        best = truth["largest_ok"]
+        print(
+            f"| {' '.join(TRUTH_FAMILIES[tag])} | {truth['budget_bytes'] / GiB:.0f} GiB | {best} "
+            f"| {raw} ({(raw or 0) / best - 1:+.1%}) "
+            f"| {cal.largest_batch} ({(cal.largest_batch or 0) / best - 1:+.1%}) |"
+        )
 
 
 if __name__ == "__main__":

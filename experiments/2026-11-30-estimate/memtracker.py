@@ -1,5 +1,5 @@
 """torch's MemTracker (torch.distributed._tools.mem_tracker) on fake CPU tensors, as a user
-would run it (CPU autocast, the model's own attention), on the same 35 H200 trials as
+would run it (CPU autocast, the model's own attention), on the same H200 trials as
 accuracy.py: python3 memtracker.py > memtracker.md"""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from accuracy import GiB, trials
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.distributed._tools.mem_tracker import MemTracker
 
+from advisor.estimate import steady_device_peak
 from advisor.spec import Checkpointing, Precision
 from advisor.workload import build_model, checkpoint_blocks, compute_loss, make_batch
 
@@ -60,19 +61,19 @@ def main() -> None:
             continue
         m = r.memory
         a = peak / m.steady_peak_allocated_bytes - 1
-        d = peak / m.device_peak_bytes - 1
+        d = peak / steady_device_peak(r) - 1
         alloc.append(a)
         device.append(d)
         rows.append(
             f"| {s.model.name} {s.precision.value} ckpt={s.checkpointing.value} "
             f"cl={s.channels_last} b{s.batch_size} | {peak / GiB:.2f} "
             f"| {m.steady_peak_allocated_bytes / GiB:.2f} ({a:+.1%}) "
-            f"| {m.device_peak_bytes / GiB:.2f} ({d:+.1%}) |"
+            f"| {steady_device_peak(r) / GiB:.2f} ({d:+.1%}) |"
         )
     print(f"# torch MemTracker (fake CPU tensors) against the H200: {len(rows)} trials\n")
     print(
         "| spec | MemTracker peak GiB | measured steady peak alloc (error) "
-        "| measured device peak (error) |"
+        "| measured steady device peak (error) |"
     )
     print("|---|---|---|---|")
     print("\n".join(rows))
@@ -81,7 +82,7 @@ def main() -> None:
         print("\n".join(f"- {line}" for line in failed))
     print("\n| against | median abs | worst abs | worst under |")
     print("|---|---|---|---|")
-    for name, errors in (("steady peak allocated", alloc), ("device peak", device)):
+    for name, errors in (("steady peak allocated", alloc), ("steady device peak", device)):
         print(
             f"| {name} | {statistics.median(abs(e) for e in errors):.1%} "
             f"| {max(abs(e) for e in errors):.1%} | {min(errors):+.1%} |"
