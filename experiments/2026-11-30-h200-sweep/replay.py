@@ -1,20 +1,18 @@
-"""Replay the sweep over the recorded H200 grid (raw/grid.jsonl): the real Sweeper, TPE and
-memory rules, answered from the 24 measured results instead of the GPU. Many sampler seeds give
-the spread that one live sweep cannot.
+"""Replay the sweep over a recorded H200 grid (BENCH_DIR/raw/grid.jsonl, over the space in
+BENCH_DIR/bench.py): the real Sweeper, TPE and memory rules, answered from the measured results
+instead of the GPU. Many sampler seeds give the spread that one live sweep cannot.
 
-    python3 replay.py [SEEDS] [TRIALS] [PATIENCE]
+    python3 replay.py [SEEDS] [TRIALS] [PATIENCE] [BENCH_DIR]   (BENCH_DIR: this directory)
 """
 
 from __future__ import annotations
 
-import dataclasses
+import importlib.util
 import json
 import statistics
 import sys
 import tempfile
 from pathlib import Path
-
-from bench import SPACE  # the benchmark's space, replayed
 
 from advisor import search
 from advisor.config import load, trial_spec
@@ -22,13 +20,18 @@ from advisor.result import Environment, Status, Throughput, TrialResult, memory_
 from advisor.space import space_of
 from advisor.spec import TrialSpec
 
-RAW = Path(__file__).parent / "raw"
+
+def space_of_bench(bench_dir: Path) -> list[str]:
+    """The SPACE overrides of BENCH_DIR/bench.py: the space its grid and sweep covered."""
+    spec = importlib.util.spec_from_file_location("bench", bench_dir / "bench.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return list(bench.SPACE)
 
 
-def key(s: TrialSpec | dict) -> tuple:
-    if isinstance(s, dict):
-        return (s["batch_size"], s["precision"], s["checkpointing"], s["channels_last"])
-    return (s.batch_size, s.precision.value, s.checkpointing.value, s.channels_last)
+def key(s: TrialSpec | dict) -> str:
+    return s["hash"] if isinstance(s, dict) else s.hash
 
 
 class Replay:
@@ -58,12 +61,15 @@ def main() -> None:
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     trials = int(sys.argv[2]) if len(sys.argv) > 2 else 12
     patience = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+    bench_dir = Path(sys.argv[4]) if len(sys.argv) > 4 else Path(__file__).parent
+    overrides = space_of_bench(bench_dir)
     table = {
-        key(json.loads(line)["spec"]): json.loads(line) for line in (RAW / "grid.jsonl").open()
+        key(json.loads(line)["spec"]): json.loads(line)
+        for line in (bench_dir / "raw" / "grid.jsonl").open()
     }
-    cfg = load(SPACE)
-    base = dataclasses.replace(trial_spec(cfg), device=trial_spec(cfg).device)
-    space = space_of(cfg, SPACE, base)
+    cfg = load(overrides)
+    base = trial_spec(cfg)
+    space = space_of(cfg, overrides, base)
     target = search.target_of(cfg, base.device)
     fits = [d for d in table.values() if d["memory"]["device_peak_bytes"] <= target.allowed_bytes]
     grid_best = max(d["throughput"]["samples_per_s"] for d in fits)
