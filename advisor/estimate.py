@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import math
 import statistics
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,6 +32,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from advisor.allocator import Block, CachingAllocator
+from advisor.allocator import OutOfMemory as AllocatorOutOfMemory
 from advisor.memory_model import Target, fit
 from advisor.result import Status, TrialResult
 from advisor.spec import Checkpointing, Device, Precision, TrialSpec
@@ -73,6 +76,14 @@ class FakeStep:
     passes_peak_bytes: int  # the forward and backward passes' peak: grows with the batch
     update_peak_bytes: int  # the optimizer step's: does not
     top_modules: list[tuple[str, int]]
+    # For the allocator model: the step's storages as they came and went, (id, bytes) for an
+    # allocation and (id, -1) for its free; the storages alive before it (parameters, buffers,
+    # inputs); the parameters' sizes; the optimizer's state and update per parameter byte.
+    trace: tuple[tuple[int, int], ...] = ()
+    persistent: tuple[int, ...] = ()
+    param_sizes: tuple[int, ...] = ()
+    state_ratio: float = 0.0
+    update_ratio: float = 0.0
 
     @property
     def peak_allocated_bytes(self) -> int:
@@ -181,9 +192,10 @@ class _Corrections:
 
 
 def _largest_batch(spec: TrialSpec, target: Target, corrections: _Corrections) -> int | None:
-    """The largest micro batch whose passes fit. Their peak is close to affine in the batch:
-    a line through batch b and 2b, then checked with a fake step at its answer and redrawn
-    through the nearer points until the answer holds (three times at most)."""
+    """The largest micro batch that fits. The passes' peak is close to affine in the batch: a
+    line through batch b and 2b gives a first answer. On a GPU the answer is then found with the
+    caching allocator's model: the step replayed under the cap a trial would have (the allowed
+    bytes less the context), where the allocator gives its cache back before it fails."""
 
     def peak_at(batch: int) -> int:
         step = fake_step(dataclasses.replace(spec, batch_size=batch))
@@ -192,14 +204,73 @@ def _largest_batch(spec: TrialSpec, target: Target, corrections: _Corrections) -
     b = spec.batch_size
     points = [(b, peak_at(b)), (2 * b, peak_at(2 * b))]
     line = fit(points)
-    largest = line.largest_batch(target.allowed_bytes) if line else None
-    for _ in range(3):
-        if not largest or peak_at(largest) <= target.allowed_bytes < peak_at(largest + 1):
-            break
-        points = [points[-1], (largest, peak_at(largest))]
-        line = fit(points)
-        largest = line.largest_batch(target.allowed_bytes) if line else largest
-    return largest
+    guess = line.largest_batch(target.allowed_bytes) if line else None
+    if spec.device is Device.cpu:
+        for _ in range(3):  # no allocator to model: check the line with fake steps
+            if not guess or peak_at(guess) <= target.allowed_bytes < peak_at(guess + 1):
+                break
+            points = [points[-1], (guess, peak_at(guess))]
+            line = fit(points)
+            guess = line.largest_batch(target.allowed_bytes) if line else guess
+        return guess
+    return _largest_replayed(spec, target.allowed_bytes - corrections.context, corrections, guess)
+
+
+def _largest_replayed(
+    spec: TrialSpec, cap: int, corrections: _Corrections, guess: int | None
+) -> int:
+    """The largest batch whose replayed steps run under the cap: bracket around the guess, then
+    bisect. The steps in between are drawn from two fake steps (every traced size is affine in
+    the batch), so the search costs replays, not fake runs; the answer is then checked with a
+    fake step of its own."""
+    b = spec.batch_size
+    first, second = (fake_step(dataclasses.replace(spec, batch_size=n)) for n in (b, 2 * b))
+
+    def runs(batch: int, drawn: bool = True) -> bool:
+        step = _step_between(first, second, b, batch) if drawn else None
+        step = step or fake_step(dataclasses.replace(spec, batch_size=batch))
+        try:
+            replayed_reserved(step, cap, scale=corrections.ratio)
+        except AllocatorOutOfMemory:
+            return False
+        return True
+
+    if cap <= 0 or not runs(1, drawn=False):
+        return 0
+    low, high = 1, max(2, guess or 2)
+    while runs(high):
+        low, high = high, math.ceil(high * 1.25) + 1
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if runs(middle) else (low, middle)
+    while low > 1 and not runs(low, drawn=False):  # the drawn steps were off: step down
+        low -= 1
+    return low
+
+
+def _step_between(first: FakeStep, second: FakeStep, batch: int, at: int) -> FakeStep | None:
+    """The fake step at batch `at`, from those at `batch` and twice it, when both traced the
+    same storages in the same order (None if not)."""
+    if len(first.trace) != len(second.trace) or len(first.persistent) != len(second.persistent):
+        return None
+    if any(
+        a[0] != b[0] or (a[1] < 0) != (b[1] < 0)
+        for a, b in zip(first.trace, second.trace, strict=True)
+    ):
+        return None
+
+    def size(a: int, b: int) -> int:
+        return a if a < 0 else max(0, a + (b - a) * (at - batch) // batch)
+
+    return dataclasses.replace(
+        first,
+        trace=tuple(
+            (n, size(a, b)) for (n, a), (_, b) in zip(first.trace, second.trace, strict=True)
+        ),
+        persistent=tuple(
+            size(a, b) for a, b in zip(first.persistent, second.persistent, strict=True)
+        ),
+    )
 
 
 def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | None:
@@ -284,6 +355,8 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         state_bytes = int(state_ratio * counter.bytes_of(params))
         counter.extra = state_bytes  # the optimizer's state stays alive through the step
         counter.peak = counter.live + counter.extra
+        persistent = counter.alive()
+        counter.trace = []  # from here on, the step
         top: dict[str, int] = {}
         activations = 0
         for _ in range(spec.grad_accum):
@@ -305,6 +378,11 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         passes_peak_bytes=counter.peak,
         update_peak_bytes=update_peak,
         top_modules=sorted(top.items(), key=lambda kv: -kv[1])[:TOP_MODULES],
+        trace=tuple(counter.trace),
+        persistent=persistent,
+        param_sizes=tuple(p.untyped_storage().nbytes() for p in params),
+        state_ratio=state_ratio,
+        update_ratio=update_ratio,
     )
 
 
@@ -343,7 +421,9 @@ class _StorageBytes(TorchDispatchMode):
     def __init__(self, block: int) -> None:
         super().__init__()
         self.block, self.live, self.peak, self.extra = block, 0, 0, 0
-        self._counted: set[int] = set()
+        self._counted: dict[int, int] = {}  # id of a live storage: its number in the trace
+        self._numbered = 0
+        self.trace: list[tuple[int, int]] = []
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -356,15 +436,22 @@ class _StorageBytes(TorchDispatchMode):
         storage = t.untyped_storage()
         key, size = id(storage), -(-storage.nbytes() // self.block) * self.block
         if size and key not in self._counted:
-            self._counted.add(key)
+            number = self._counted[key] = self._numbered
+            self._numbered += 1
+            self.trace.append((number, storage.nbytes()))
             self.live += size
             self.peak = max(self.peak, self.live + self.extra)
             weakref.finalize(storage, self._freed, key, size)
         return size
 
     def _freed(self, key: int, size: int) -> None:
-        self._counted.discard(key)
+        self.trace.append((self._counted.pop(key), -1))
         self.live -= size
+
+    def alive(self) -> tuple[int, ...]:
+        """The sizes of the storages traced and not yet freed, in the order they came."""
+        numbers = set(self._counted.values())
+        return tuple(size for number, size in self.trace if size >= 0 and number in numbers)
 
     def bytes_of(self, tensors: Iterable[torch.Tensor]) -> int:
         sizes = {id(t.untyped_storage()): -(-t.untyped_storage().nbytes() // self.block)
@@ -503,3 +590,41 @@ def _optimizer_probe(builder: str) -> tuple[float, float]:
     per_element = sum(t.numel() * t.element_size() for t in state if t.numel() == param.numel())
     param_bytes = param.numel() * param.element_size()
     return per_element / param_bytes, (counter.peak - before) / param_bytes
+
+
+def replayed_reserved(
+    step: FakeStep, cap: int | None = None, steps: int = 3, scale: float = 1.0
+) -> int:
+    """The caching allocator's peak reserved bytes over steady steps (all but the first), the
+    fake step's allocations replayed through its model; OutOfMemory when a cap is too small.
+    Each step: the passes as traced, the optimizer's state (first step only) and its update's
+    temporaries, then the gradients freed (zero_grad(set_to_none=True)). Scale corrects the
+    step's sizes by calibration (measured / fake peak allocated)."""
+    allocator = CachingAllocator(cap)
+    for size in step.persistent:
+        allocator.malloc(size)
+    steady = 0
+    for index in range(steps):
+        live: dict[int, Block] = {}
+        for number, size in step.trace:
+            if size >= 0:
+                live[number] = allocator.malloc(int(size * scale))
+            elif number in live:
+                allocator.free(live.pop(number))
+        if index == 0:
+            for size in step.param_sizes:
+                for _ in range(round(step.state_ratio)):
+                    allocator.malloc(size)
+        temporaries = [
+            allocator.malloc(int(size * min(1.0, step.update_ratio - k)))
+            for k in range(math.ceil(step.update_ratio))
+            for size in step.param_sizes
+        ]
+        for block in temporaries:
+            allocator.free(block)
+        for block in live.values():  # the gradients, and whatever else the step left
+            allocator.free(block)
+        if index == 0:
+            allocator.peak_reserved = allocator.reserved
+        steady = allocator.peak_reserved
+    return steady

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 from conftest import FAST, spec_of
 from test_cli import MEMORY_KEYS, advisor, trial_count
 
-from advisor.estimate import estimate, fake_step
+from advisor.allocator import OutOfMemory
+from advisor.estimate import DEFAULT_CONTEXT_BYTES, estimate, fake_step, replayed_reserved
 from advisor.memory_model import Target
 from advisor.runner import run_trial
 
@@ -50,6 +52,19 @@ def test_the_largest_batch_fits_and_one_more_step_does_not():
     assert at_largest.fits
     beyond = estimate(spec_of("model=tiny_mlp", f"batch_size={2 * e.largest_batch}"), target)
     assert not beyond.fits
+
+
+def test_on_a_gpu_the_largest_batch_is_the_last_the_modelled_allocator_runs():
+    spec = spec_of("model=tiny_gpt2", "device=cuda", "batch_size=4")
+    target = Target("context and 48 MiB", DEFAULT_CONTEXT_BYTES + 48 * 2**20, 0.0)
+    e = estimate(spec, target)
+    assert e.largest_batch is not None and e.largest_batch > 4
+    cap = target.allowed_bytes - e.context_bytes  # what a trial would be capped to
+    at_largest = fake_step(dataclasses.replace(spec, batch_size=e.largest_batch))
+    assert replayed_reserved(at_largest, cap) <= cap
+    beyond = fake_step(dataclasses.replace(spec, batch_size=e.largest_batch + 1))
+    with pytest.raises(OutOfMemory):
+        replayed_reserved(beyond, cap)
 
 
 def test_gpu_estimate_emulates_autocast_and_names_where_memory_goes():

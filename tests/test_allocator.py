@@ -1,0 +1,54 @@
+"""The caching allocator's model against sizes worked out by hand from its rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.allocator import CachingAllocator, MiB, OutOfMemory
+
+
+def test_requests_come_from_segments_sized_by_pool():
+    allocator = CachingAllocator()
+    allocator.malloc(100)  # small pool: a 2 MiB segment
+    allocator.malloc(5 * MiB)  # between 1 and 10 MiB: a 20 MiB segment
+    allocator.malloc(15 * MiB + 1)  # larger: its own size, rounded up to 2 MiB
+    assert allocator.reserved == 2 * MiB + 20 * MiB + 16 * MiB
+    # the last segment's 1 MiB - 512 B remainder is too small to split off: the block keeps it
+    assert allocator.allocated == 512 + 5 * MiB + 16 * MiB
+
+
+def test_a_segment_is_split_and_a_freed_block_reused():
+    allocator = CachingAllocator()
+    first = allocator.malloc(5 * MiB)
+    allocator.malloc(5 * MiB)  # the rest of the first 20 MiB segment
+    assert allocator.reserved == 20 * MiB
+    allocator.free(first)
+    allocator.malloc(4 * MiB)  # fits in the freed block: nothing new reserved
+    assert allocator.reserved == 20 * MiB
+
+
+def test_freed_neighbours_merge():
+    allocator = CachingAllocator()
+    blocks = [allocator.malloc(5 * MiB) for _ in range(4)]  # one 20 MiB segment, full
+    allocator.free(blocks[1])
+    allocator.free(blocks[2])
+    allocator.malloc(10 * MiB - 512)  # only the merged middle holds it (a 10 MiB request
+    assert allocator.reserved == 20 * MiB  # would get a segment of its own)
+
+
+def test_under_a_cap_the_cache_is_given_back_before_it_fails():
+    allocator = CachingAllocator(cap=40 * MiB)
+    cached = allocator.malloc(20 * MiB)
+    allocator.free(cached)  # a wholly free 20 MiB segment stays reserved
+    allocator.malloc(30 * MiB)  # 20 + 30 > 40: the free segment goes back first
+    assert allocator.reserved == 30 * MiB
+    assert allocator.peak_reserved == 30 * MiB
+
+
+def test_fragmentation_that_the_cap_cannot_undo():
+    allocator = CachingAllocator(cap=40 * MiB)
+    segment = allocator.malloc(30 * MiB)
+    allocator.free(segment)
+    allocator.malloc(10 * MiB)  # takes 10 MiB of the cached 30: the rest is free but pinned
+    with pytest.raises(OutOfMemory):
+        allocator.malloc(21 * MiB)  # 20 MiB free in the segment is not enough, 30 + 22 > 40
