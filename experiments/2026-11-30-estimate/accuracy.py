@@ -22,7 +22,13 @@ import time
 from pathlib import Path
 
 from advisor.config import load, trial_spec
-from advisor.estimate import estimate, fake_step, steady_device_peak
+from advisor.estimate import (
+    DEFAULT_CONTEXT_BYTES,
+    estimate,
+    fake_step,
+    replayed_reserved,
+    steady_device_peak,
+)
 from advisor.memory_model import Target
 from advisor.result import Environment, Status, Throughput, TrialResult, memory_from_dict
 
@@ -92,7 +98,8 @@ def main() -> None:
     measured = trials()
     rows, seconds = [], []
     errors: dict[str, list[float]] = {
-        k: [] for k in ("alloc", "alloc_cal", "device", "device_cal", "steady", "steady_cal")
+        k: []
+        for k in ("alloc", "alloc_cal", "device", "device_cal", "steady", "steady_cal", "replay")
     }
     for r in measured:
         m = r.memory
@@ -110,6 +117,7 @@ def main() -> None:
             "device_cal": cal.device_peak_bytes / m.device_peak_bytes - 1,
             "steady": raw.device_peak_bytes / steady - 1,
             "steady_cal": cal.device_peak_bytes / steady - 1,
+            "replay": (replayed_reserved(fake_step(r.spec)) + DEFAULT_CONTEXT_BYTES) / steady - 1,
         }
         for k, v in e.items():
             errors[k].append(v)
