@@ -118,6 +118,11 @@ class Estimate:
 
     @property
     def fits(self) -> bool:
+        """On a GPU, whether the steps run within the target by the allocator model (near its
+        limit the allocator gives back its cache, so the device peak, what it holds with memory
+        to spare, can be more); elsewhere, whether the device peak is within it."""
+        if self.spec.device is Device.cuda and self.largest_batch is not None:
+            return self.spec.batch_size <= self.largest_batch
         return self.device_peak_bytes <= self.target.allowed_bytes
 
     def to_dict(self) -> dict[str, Any]:

@@ -344,6 +344,10 @@ def estimate_report(e: Estimate) -> Group:
              f"batch that fits: {e.largest_batch if e.largest_batch is not None else '-'}",
              style="green" if e.fits else "red"),
     ]  # fmt: skip
+    if e.fits and e.device_peak_bytes > target.allowed_bytes:
+        lines.append(Text("it holds more with memory to spare; within the target's limit the "
+                          "allocator gives back its cache and the steps still run (allocator "
+                          "model)", style="yellow"))  # fmt: skip
     table = Table(title="estimated memory", title_justify="left")
     table.add_column("category")
     table.add_column("size", justify="right")

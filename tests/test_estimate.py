@@ -65,6 +65,8 @@ def test_on_a_gpu_the_largest_batch_is_the_last_the_modelled_allocator_runs():
     beyond = fake_step(dataclasses.replace(spec, batch_size=e.largest_batch + 1))
     with pytest.raises(OutOfMemory):
         replayed_reserved(beyond, cap)
+    assert estimate(dataclasses.replace(spec, batch_size=e.largest_batch), target).fits
+    assert not estimate(dataclasses.replace(spec, batch_size=e.largest_batch + 1), target).fits
 
 
 def test_gpu_estimate_emulates_autocast_and_names_where_memory_goes():
