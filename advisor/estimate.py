@@ -1,93 +1,31 @@
-"""The memory breakdown of a spec without a GPU: one training step on fake tensors.
+"""The memory breakdown of a spec without a GPU, from one training step on fake tensors
+(advisor/fake_step.py).
 
-FakeTensorMode runs the real model code with no memory behind the tensors; a dispatch mode
-counts the bytes each storage would take, rounded as the CUDA caching allocator rounds (512 B).
-Fake tensors live on the CPU (fake CUDA tensors need a CUDA driver), so what the GPU would run
-differently is emulated above autograd, where it changes what backward saves:
-- CUDA autocast's policy (matmuls and convolutions in 16 bits; norms, softmax, losses and pow in
-  fp32), instead of the CPU's;
-- attention as CUDA's fused kernels keep it: no attention matrix and no dropout mask saved.
-What no fake run sees (the CUDA context, the caching allocator's reserve, cuDNN's first-step
-workspaces) comes from measured history where there is some, and from stated defaults otherwise.
+What no fake run sees (the CUDA context, the caching allocator's reserve) comes from measured
+history where there is some, and from stated defaults otherwise. The largest batch on a GPU comes
+from replaying the fake step through the caching allocator's model under the target's limit.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import functools
-import json
 import math
 import statistics
-import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import torch
-from hydra.utils import instantiate
-from torch import nn
-from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.nn import functional as F
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
-
-from advisor.allocator import Block, CachingAllocator
 from advisor.allocator import OutOfMemory as AllocatorOutOfMemory
+from advisor.fake_step import FakeStep, fake_step, replayed_reserved
 from advisor.memory_model import Target, fit
 from advisor.result import Status, TrialResult
-from advisor.spec import Checkpointing, Device, Precision, TrialSpec
-from advisor.workload import build_model, checkpoint_blocks, compute_loss, make_batch
+from advisor.spec import Checkpointing, Device, TrialSpec
 
-BLOCK = 512  # the caching allocator rounds every block to this many bytes
 # Defaults for what a fake run cannot see, from the H200's 54 trials in experiments/2026-11-30-
 # h200-memory: steady peak reserved / steady peak allocated (median; checkpointing's recompute
 # leaves the cache more fragmented), and what a trial's process held beyond the allocator
 # (742-764 MiB: the context, cuBLAS/cuDNN handles, loaded kernels).
 DEFAULT_RESERVED_FACTOR = {Checkpointing.none: 1.11, Checkpointing.blocks: 1.31}
 DEFAULT_CONTEXT_BYTES = 762 * 2**20
-TOP_MODULES = 10
-
-# CUDA autocast's lists (aten/src/ATen/autocast_mode.cpp), by the name of the Python callable.
-LOWER_PRECISION = {
-    "linear", "addmm", "matmul", "__matmul__", "mm", "bmm", "baddbmm", "addbmm", "mv", "addmv",
-    "einsum", "prelu", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-    "conv_transpose3d", "scaled_dot_product_attention",
-}  # fmt: skip
-FP32 = {
-    "layer_norm", "group_norm", "pow", "__pow__", "exp", "log", "log1p", "log2", "log10",
-    "rsqrt", "reciprocal", "softplus", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-    "nll_loss", "kl_div", "binary_cross_entropy_with_logits", "logsumexp", "cosine_similarity",
-    "cdist",
-}  # fmt: skip
-FP32_OUTPUT = {"softmax", "log_softmax", "cumsum", "cumprod"}  # computed into an fp32 output
-COMPOSITES = {"multi_head_attention_forward"}  # Python functions whose inside must be seen
-
-
-@dataclasses.dataclass(frozen=True)
-class FakeStep:
-    """What one fake training step showed, in allocator-rounded bytes."""
-
-    params_bytes: int
-    grads_bytes: int
-    optimizer_state_bytes: int
-    inputs_bytes: int
-    activations_bytes: int
-    passes_peak_bytes: int  # the forward and backward passes' peak: grows with the batch
-    update_peak_bytes: int  # the optimizer step's: does not
-    top_modules: list[tuple[str, int]]
-    # For the allocator model: the step's storages as they came and went, (id, bytes) for an
-    # allocation and (id, -1) for its free; the storages alive before it (parameters, buffers,
-    # inputs); the parameters' sizes; the optimizer's state and update per parameter byte.
-    trace: tuple[tuple[int, int], ...] = ()
-    persistent: tuple[int, ...] = ()
-    param_sizes: tuple[int, ...] = ()
-    state_ratio: float = 0.0
-    update_ratio: float = 0.0
-
-    @property
-    def peak_allocated_bytes(self) -> int:
-        return max(self.passes_peak_bytes, self.update_peak_bytes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +34,7 @@ class Calibration:
 
     trials: int  # the measured trials most alike the spec, which the corrections come from
     peak_ratio: float  # measured / estimated steady-state peak allocated (median): applied
-    reserved_factor: float  # (device peak - context) / steady peak allocated, same precision
+    reserved_factor: float  # steady peak reserved / steady peak allocated (median)
     context_bytes: int  # measured beyond-allocator bytes (median)
     error_median: float  # |estimated / measured - 1| of the steady device peak, uncorrected
     error_worst: float
@@ -333,303 +271,3 @@ def _most_alike(spec: TrialSpec, measured: list[TrialResult]) -> list[TrialResul
         if alike:
             return alike
     return measured
-
-
-@functools.lru_cache(maxsize=256)
-def fake_step(spec: TrialSpec) -> FakeStep:
-    """One steady-state step of the spec on fake tensors: the categories and the peak.
-    Deterministic, so kept: calibration asks again for the specs of history."""
-    gpu = spec.device is Device.cuda
-    counter = _StorageBytes(BLOCK if gpu else 1)
-    cpu = torch.device("cpu")
-    # Built on the meta device (some initialisers read values back, which fake tensors cannot),
-    # then given fake storage.
-    meta_model = build_model(spec, torch.device("meta"))
-    if spec.channels_last:  # before the fake storage: empty_like keeps the layout
-        meta_model = meta_model.to(memory_format=torch.channels_last)
-    with FakeTensorMode(allow_non_fake_inputs=True), counter:
-        model = _to_fake(meta_model)
-        if spec.checkpointing is Checkpointing.blocks:
-            _precision_inside_blocks(model, spec)
-            checkpoint_blocks(model, spec.model.block or "")
-        params = list(model.parameters())
-        params_bytes = counter.bytes_of([*params, *model.buffers()])
-        inputs, labels = make_batch(dataclasses.replace(spec, device=Device.cpu), cpu)
-        inputs_bytes = counter.bytes_of([inputs, labels])
-        state_ratio, update_ratio = _optimizer_probe(spec.optimizer.builder)
-        state_bytes = int(state_ratio * counter.bytes_of(params))
-        counter.extra = state_bytes  # the optimizer's state stays alive through the step
-        counter.peak = counter.live + counter.extra
-        persistent = counter.alive()
-        counter.trace = []  # from here on, the step
-        top: dict[str, int] = {}
-        activations = 0
-        for _ in range(spec.grad_accum):
-            before = counter.live
-            with _module_activations(model, counter, top), _precision(spec):
-                loss = compute_loss(spec.model.loss, model(inputs), labels) / spec.grad_accum
-            activations = max(activations, counter.live - before)
-            loss.backward()
-            del loss
-        grads_bytes = counter.bytes_of([p.grad for p in params if p.grad is not None])
-        # the optimizer step: parameters, gradients and state, plus the update's temporaries
-        update_peak = counter.live + state_bytes + int(update_ratio * grads_bytes)
-    return FakeStep(
-        params_bytes=params_bytes,
-        grads_bytes=grads_bytes,
-        optimizer_state_bytes=state_bytes,
-        inputs_bytes=inputs_bytes,
-        activations_bytes=activations,
-        passes_peak_bytes=counter.peak,
-        update_peak_bytes=update_peak,
-        top_modules=sorted(top.items(), key=lambda kv: -kv[1])[:TOP_MODULES],
-        trace=tuple(counter.trace),
-        persistent=persistent,
-        param_sizes=tuple(p.untyped_storage().nbytes() for p in params),
-        state_ratio=state_ratio,
-        update_ratio=update_ratio,
-    )
-
-
-def _to_fake(model: nn.Module) -> nn.Module:
-    """The meta model with (fake) storage, its tied parameters still tied."""
-    owners: dict[int, list[tuple[nn.Module, str]]] = {}
-    for module in model.modules():
-        for name, param in module.named_parameters(recurse=False):
-            owners.setdefault(id(param), []).append((module, name))
-    model = model.to_empty(device="cpu")
-    for places in owners.values():
-        first_module, first_name = places[0]
-        shared = getattr(first_module, first_name)
-        for module, name in places[1:]:
-            setattr(module, name, shared)
-    return model
-
-
-def _precision_inside_blocks(model: nn.Module, spec: TrialSpec) -> None:
-    """Checkpointing recomputes each block in backward, outside the step's precision context:
-    give the blocks their own, as torch's checkpoint restores real autocast."""
-    for module in model.modules():
-        if type(module).__name__ == spec.model.block:
-            forward = module.forward
-
-            def under_precision(*args: Any, _forward: Any = forward, **kwargs: Any) -> Any:
-                with _precision(spec):
-                    return _forward(*args, **kwargs)
-
-            module.forward = under_precision
-
-
-class _StorageBytes(TorchDispatchMode):
-    """Live bytes of fake storages (each rounded to the allocator's block), and their peak."""
-
-    def __init__(self, block: int) -> None:
-        super().__init__()
-        self.block, self.live, self.peak, self.extra = block, 0, 0, 0
-        self._counted: dict[int, int] = {}  # id of a live storage: its number in the trace
-        self._numbered = 0
-        self.trace: list[tuple[int, int]] = []
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor):
-                self._count(t)
-        return out
-
-    def _count(self, t: torch.Tensor) -> int:
-        storage = t.untyped_storage()
-        key, size = id(storage), -(-storage.nbytes() // self.block) * self.block
-        if size and key not in self._counted:
-            number = self._counted[key] = self._numbered
-            self._numbered += 1
-            self.trace.append((number, storage.nbytes()))
-            self.live += size
-            self.peak = max(self.peak, self.live + self.extra)
-            weakref.finalize(storage, self._freed, key, size)
-        return size
-
-    def _freed(self, key: int, size: int) -> None:
-        self.trace.append((self._counted.pop(key), -1))
-        self.live -= size
-
-    def alive(self) -> tuple[int, ...]:
-        """The sizes of the storages traced and not yet freed, in the order they came."""
-        numbers = set(self._counted.values())
-        return tuple(size for number, size in self.trace if size >= 0 and number in numbers)
-
-    def bytes_of(self, tensors: Iterable[torch.Tensor]) -> int:
-        sizes = {id(t.untyped_storage()): -(-t.untyped_storage().nbytes() // self.block)
-                 for t in tensors}  # fmt: skip
-        return sum(sizes.values()) * self.block
-
-
-class _CudaAutocast(TorchFunctionMode):
-    """CUDA autocast's casts, done above autograd (so backward saves what it would save)."""
-
-    def __init__(self, dtype: torch.dtype) -> None:
-        super().__init__()
-        self.dtype = dtype
-
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        if func is F.cross_entropy:  # autocast runs its log_softmax into fp32 and nll_loss in fp32
-            return F.nll_loss(F.log_softmax(args[0], 1, dtype=torch.float32), args[1])
-        if name in COMPOSITES:
-            return _inside(self, func, args, kwargs)
-        if name in LOWER_PRECISION:
-            args, kwargs = _cast(args, self.dtype), _cast(kwargs, self.dtype)
-        elif name in FP32:
-            args, kwargs = _cast(args, torch.float32), _cast(kwargs, torch.float32)
-        elif name in FP32_OUTPUT and "dtype" not in kwargs and _floating(args):
-            kwargs = {**kwargs, "dtype": torch.float32}
-        return func(*args, **kwargs)
-
-
-class _FusedAttention(TorchFunctionMode):
-    """Attention as CUDA's fused kernels keep it: no attention matrix and no dropout mask (the
-    dropout happens inside the kernel). The CPU's flash kernel, called directly, stands in."""
-
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        if name in COMPOSITES:
-            return _inside(self, func, args, kwargs)
-        if name == "scaled_dot_product_attention" and kwargs.get("attn_mask") is None:
-            q, k, v = args[:3]
-            causal = bool(kwargs.get("is_causal", False))
-            out, _ = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-                q, k, v, 0.0, causal, scale=kwargs.get("scale")
-            )
-            return out
-        return func(*args, **kwargs)
-
-
-def _inside(mode: TorchFunctionMode, func: Any, args: Any, kwargs: Any) -> Any:
-    """Run a composite of torch.nn.functional with the mode seeing the calls inside it: a mode
-    is switched off while it handles a call, and these would hide their matmuls and attention.
-    Their own check is switched off instead (it would hand the call back to the mode)."""
-    names = vars(F)
-    check = names["has_torch_function"]
-    names["has_torch_function"] = lambda *_: False
-    try:
-        with mode:
-            return func(*args, **kwargs)
-    finally:
-        names["has_torch_function"] = check
-
-
-@contextlib.contextmanager
-def _precision(spec: TrialSpec) -> Iterator[None]:
-    """The step's autocast: CUDA's, emulated, for a GPU spec; the CPU's own for a CPU spec."""
-    dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}.get(spec.precision)
-    with contextlib.ExitStack() as stack:
-        if spec.device is Device.cuda:
-            stack.enter_context(_FusedAttention())
-            if dtype is not None:
-                stack.enter_context(_CudaAutocast(dtype))
-        elif dtype is not None:
-            stack.enter_context(torch.autocast("cpu", dtype=dtype))
-        yield
-
-
-def _cast(value: Any, dtype: torch.dtype) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(dtype) if value.is_floating_point() and value.dtype != dtype else value
-    if isinstance(value, list | tuple):
-        return type(value)(_cast(v, dtype) for v in value)
-    if isinstance(value, dict):
-        return {k: _cast(v, dtype) for k, v in value.items()}
-    return value
-
-
-def _floating(args: Sequence[Any]) -> bool:
-    return bool(args) and isinstance(args[0], torch.Tensor) and args[0].is_floating_point()
-
-
-@contextlib.contextmanager
-def _module_activations(
-    model: nn.Module, counter: _StorageBytes, into: dict[str, int]
-) -> Iterator[None]:
-    """Per leaf module: the bytes its forward added that are still alive after it (its saved
-    tensors and output); leaves only, so nothing is counted twice."""
-    started: dict[str, int] = {}
-
-    def before(name: str) -> Callable[..., None]:
-        return lambda *_: started.__setitem__(name, counter.live)
-
-    def after(name: str) -> Callable[..., None]:
-        def hook(*_: object) -> None:
-            added = counter.live - started.pop(name, counter.live)
-            into[name] = max(into.get(name, 0), added)
-
-        return hook
-
-    handles = []
-    for name, module in model.named_modules():
-        if name and next(module.children(), None) is None:
-            handles.append(module.register_forward_pre_hook(before(name)))
-            handles.append(module.register_forward_hook(after(name)))
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-@functools.cache
-def _optimizer_probe(builder: str) -> tuple[float, float]:
-    """State bytes per parameter byte, and the update's temporaries per gradient byte, of the
-    spec's optimizer: a steady (second) real step on a small CPU parameter, its storages
-    counted."""
-    counter = _StorageBytes(1)
-    with counter:  # everything made under the counter, so in-place updates are not new bytes
-        param = nn.Parameter(torch.zeros(4096))
-        param.grad = torch.ones(4096)
-        optimizer = instantiate(json.loads(builder))([param])
-        optimizer.step()  # the first step makes the state; the second is the steady one
-        before = counter.peak = counter.live
-        optimizer.step()
-    state = [v for v in optimizer.state[param].values() if isinstance(v, torch.Tensor)]
-    per_element = sum(t.numel() * t.element_size() for t in state if t.numel() == param.numel())
-    param_bytes = param.numel() * param.element_size()
-    return per_element / param_bytes, (counter.peak - before) / param_bytes
-
-
-def replayed_reserved(
-    step: FakeStep, cap: int | None = None, steps: int = 3, scale: float = 1.0
-) -> int:
-    """The caching allocator's peak reserved bytes over steady steps (all but the first), the
-    fake step's allocations replayed through its model; OutOfMemory when a cap is too small.
-    Each step: the passes as traced, the optimizer's state (first step only) and its update's
-    temporaries, then the gradients freed (zero_grad(set_to_none=True)). Scale corrects the
-    step's sizes by calibration (measured / fake peak allocated)."""
-    allocator = CachingAllocator(cap)
-    for size in step.persistent:
-        allocator.malloc(size)
-    steady = 0
-    for index in range(steps):
-        live: dict[int, Block] = {}
-        for number, size in step.trace:
-            if size >= 0:
-                live[number] = allocator.malloc(int(size * scale))
-            elif number in live:
-                allocator.free(live.pop(number))
-        if index == 0:
-            for size in step.param_sizes:
-                for _ in range(round(step.state_ratio)):
-                    allocator.malloc(size)
-        temporaries = [
-            allocator.malloc(int(size * min(1.0, step.update_ratio - k)))
-            for k in range(math.ceil(step.update_ratio))
-            for size in step.param_sizes
-        ]
-        for block in temporaries:
-            allocator.free(block)
-        for block in live.values():  # the gradients, and whatever else the step left
-            allocator.free(block)
-        if index == 0:
-            allocator.peak_reserved = allocator.reserved
-        steady = allocator.peak_reserved
-    return steady

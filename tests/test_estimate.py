@@ -10,7 +10,8 @@ from conftest import FAST, spec_of
 from test_cli import MEMORY_KEYS, advisor, trial_count
 
 from advisor.allocator import OutOfMemory
-from advisor.estimate import DEFAULT_CONTEXT_BYTES, estimate, fake_step, replayed_reserved
+from advisor.estimate import DEFAULT_CONTEXT_BYTES, estimate
+from advisor.fake_step import fake_step, replayed_reserved
 from advisor.memory_model import Target
 from advisor.runner import run_trial
 

@@ -22,13 +22,8 @@ import time
 from pathlib import Path
 
 from advisor.config import load, trial_spec
-from advisor.estimate import (
-    DEFAULT_CONTEXT_BYTES,
-    estimate,
-    fake_step,
-    replayed_reserved,
-    steady_device_peak,
-)
+from advisor.estimate import DEFAULT_CONTEXT_BYTES, estimate, steady_device_peak
+from advisor.fake_step import fake_step, replayed_reserved
 from advisor.memory_model import Target
 from advisor.result import Environment, Status, Throughput, TrialResult, memory_from_dict
 
