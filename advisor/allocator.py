@@ -57,7 +57,7 @@ class CachingAllocator:
         self.peak_reserved = self.peak_allocated = 0
         self._free: dict[bool, list[tuple[int, int, int]]] = {True: [], False: []}
         self._blocks: dict[tuple[int, int], Block] = {}  # free blocks by (segment, offset)
-        self._segments: dict[int, tuple[Block, int]] = {}  # first block, size
+        self._segments: dict[int, tuple[Block, int]] = {}  # its block at offset 0, its size
         self._next_segment = 0
 
     def malloc(self, size: int) -> Block:
@@ -127,8 +127,6 @@ class CachingAllocator:
     def _add_free(self, block: Block) -> None:
         bisect.insort(self._free[block.small], (block.size, block.segment, block.offset))
         self._blocks[(block.segment, block.offset)] = block
-        if block.offset == 0:  # a merge can make a new first block of its segment
-            self._segments[block.segment] = (block, self._segments[block.segment][1])
 
     def _remove_free(self, block: Block) -> None:
         pool = self._free[block.small]
