@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.allocator import OutOfMemory as AllocatorOutOfMemory
-from advisor.fake_step import FakeStep, fake_step, replayed_reserved
+from advisor.fake_step import FakeStep, fake_step, replayed_reserved, step_between
 from advisor.memory_model import Target, fit
 from advisor.result import Status, TrialResult
 from advisor.spec import Checkpointing, Device, TrialSpec
@@ -170,7 +170,7 @@ def _largest_replayed(
     first, second = (fake_step(dataclasses.replace(spec, batch_size=n)) for n in (b, 2 * b))
 
     def runs(batch: int, drawn: bool = True) -> bool:
-        step = _step_between(first, second, b, batch) if drawn else None
+        step = step_between(first, second, b, batch) if drawn else None
         step = step or fake_step(dataclasses.replace(spec, batch_size=batch))
         try:
             replayed_reserved(step, cap, scale=corrections.ratio)
@@ -189,31 +189,6 @@ def _largest_replayed(
     while low > 1 and not runs(low, drawn=False):  # the drawn steps were off: step down
         low -= 1
     return low
-
-
-def _step_between(first: FakeStep, second: FakeStep, batch: int, at: int) -> FakeStep | None:
-    """The fake step at batch `at`, from those at `batch` and twice it, when both traced the
-    same storages in the same order (None if not)."""
-    if len(first.trace) != len(second.trace) or len(first.persistent) != len(second.persistent):
-        return None
-    if any(
-        a[0] != b[0] or (a[1] < 0) != (b[1] < 0)
-        for a, b in zip(first.trace, second.trace, strict=True)
-    ):
-        return None
-
-    def size(a: int, b: int) -> int:
-        return a if a < 0 else max(0, a + (b - a) * (at - batch) // batch)
-
-    return dataclasses.replace(
-        first,
-        trace=tuple(
-            (n, size(a, b)) for (n, a), (_, b) in zip(first.trace, second.trace, strict=True)
-        ),
-        persistent=tuple(
-            size(a, b) for a, b in zip(first.persistent, second.persistent, strict=True)
-        ),
-    )
 
 
 def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | None:

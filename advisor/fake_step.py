@@ -342,6 +342,31 @@ def _optimizer_probe(builder: str) -> tuple[float, float]:
     return per_element / param_bytes, (counter.peak - before) / param_bytes
 
 
+def step_between(first: FakeStep, second: FakeStep, batch: int, at: int) -> FakeStep | None:
+    """The fake step at batch `at`, from those at `batch` and twice it, when both traced the
+    same storages in the same order (None if not)."""
+    if len(first.trace) != len(second.trace) or len(first.persistent) != len(second.persistent):
+        return None
+    if any(
+        a[0] != b[0] or (a[1] < 0) != (b[1] < 0)
+        for a, b in zip(first.trace, second.trace, strict=True)
+    ):
+        return None
+
+    def size(a: int, b: int) -> int:
+        return a if a < 0 else max(0, a + (b - a) * (at - batch) // batch)
+
+    return dataclasses.replace(
+        first,
+        trace=tuple(
+            (n, size(a, b)) for (n, a), (_, b) in zip(first.trace, second.trace, strict=True)
+        ),
+        persistent=tuple(
+            size(a, b) for a, b in zip(first.persistent, second.persistent, strict=True)
+        ),
+    )
+
+
 def replayed_reserved(
     step: FakeStep, cap: int | None = None, steps: int = 3, scale: float = 1.0
 ) -> int:
