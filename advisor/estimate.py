@@ -33,10 +33,14 @@ class Calibration:
     """How the fake run compared with measurements of the same model on this kind of GPU."""
 
     trials: int  # the measured trials most alike the spec, which the corrections come from
-    peak_ratio: float  # measured / estimated steady-state peak allocated (median): applied
+    # measured - estimated steady-state peak allocated: bytes + bytes per sample x batch, fitted
+    # where the alike trials span two batches or more ...
+    peak_offset: tuple[float, float] | None
+    peak_ratio: float  # ... else measured / estimated (median)
     reserved_factor: float  # steady peak reserved / steady peak allocated (median)
     context_bytes: int  # measured beyond-allocator bytes (median)
-    error_median: float  # |estimated / measured - 1| of the steady device peak, uncorrected
+    # |estimated / measured - 1| of the alike trials' steady device peak, uncorrected
+    error_median: float
     error_worst: float
 
 
@@ -96,19 +100,37 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     """The estimate for a spec on the target GPU, calibrated on history of the same model."""
     step = fake_step(spec)
     corrections = _Corrections.of(spec, history)
-    peak = int(step.peak_allocated_bytes * corrections.ratio)
+    b = spec.batch_size
+    peak = int(corrections.allocated(step.peak_allocated_bytes, b))
     largest = _largest_batch(spec, target, corrections)
-    if corrections.device_peak(step.update_peak_bytes) > target.allowed_bytes:
+    if corrections.device_peak(step.update_peak_bytes, b) > target.allowed_bytes:
         largest = 0  # the optimizer step alone does not fit
     return Estimate(
         spec, target, step, corrections.context, corrections.factor, peak,
-        corrections.device_peak(step.peak_allocated_bytes), largest, corrections.calibration,
+        corrections.device_peak(step.peak_allocated_bytes, b), largest, corrections.calibration,
     )  # fmt: skip
 
 
 def device_peak(spec: TrialSpec, history: Sequence[TrialResult] = ()) -> int:
     """Just the device peak of one spec (the sweep's question before it spends GPU time)."""
-    return _Corrections.of(spec, history).device_peak(fake_step(spec).peak_allocated_bytes)
+    corrections = _Corrections.of(spec, history)
+    return corrections.device_peak(fake_step(spec).peak_allocated_bytes, spec.batch_size)
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimator:
+    """The estimate as a sweep asks it: calibrated on history and on what the sweep measured
+    (first: calibration takes the newest)."""
+
+    history: Sequence[TrialResult]
+
+    def device_peak(self, spec: TrialSpec, measured: Sequence[TrialResult]) -> int:
+        return device_peak(spec, [*measured, *self.history])
+
+    def largest_batch(
+        self, spec: TrialSpec, target: Target, measured: Sequence[TrialResult]
+    ) -> int | None:
+        return estimate(spec, target, [*measured, *self.history]).largest_batch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,22 +138,29 @@ class _Corrections:
     """What turns a fake run's bytes into the device's: calibrated, defaults, or none (CPU)."""
 
     calibration: Calibration | None
-    ratio: float  # on the peak allocated
     factor: float  # reserved over allocated, in the steady state
     context: int
 
     @classmethod
     def of(cls, spec: TrialSpec, history: Sequence[TrialResult]) -> _Corrections:
         if spec.device is Device.cpu:
-            return cls(None, 1.0, 1.0, 0)
+            return cls(None, 1.0, 0)
         c = calibrate(spec, history) if history else None
         if c is None:
-            factor = DEFAULT_RESERVED_FACTOR[spec.checkpointing]
-            return cls(None, 1.0, factor, DEFAULT_CONTEXT_BYTES)
-        return cls(c, c.peak_ratio, c.reserved_factor, c.context_bytes)
+            return cls(None, DEFAULT_RESERVED_FACTOR[spec.checkpointing], DEFAULT_CONTEXT_BYTES)
+        return cls(c, c.reserved_factor, c.context_bytes)
 
-    def device_peak(self, allocated: float) -> int:
-        return int(allocated * self.ratio * self.factor) + self.context
+    def allocated(self, estimated: float, batch: int) -> float:
+        """The fake run's peak allocated at a batch, as the device would see it."""
+        c = self.calibration
+        if c is None:
+            return estimated
+        if c.peak_offset is None:
+            return estimated * c.peak_ratio
+        return max(0.0, estimated + c.peak_offset[0] + c.peak_offset[1] * batch)
+
+    def device_peak(self, allocated: float, batch: int) -> int:
+        return int(self.allocated(allocated, batch) * self.factor) + self.context
 
 
 def _largest_batch(spec: TrialSpec, target: Target, corrections: _Corrections) -> int | None:
@@ -142,7 +171,7 @@ def _largest_batch(spec: TrialSpec, target: Target, corrections: _Corrections) -
 
     def peak_at(batch: int) -> int:
         step = fake_step(dataclasses.replace(spec, batch_size=batch))
-        return corrections.device_peak(step.passes_peak_bytes)
+        return corrections.device_peak(step.passes_peak_bytes, batch)
 
     b = spec.batch_size
     points = [(b, peak_at(b)), (2 * b, peak_at(2 * b))]
@@ -171,9 +200,15 @@ def _largest_replayed(
 
     def runs(batch: int, drawn: bool = True) -> bool:
         step = step_between(first, second, b, batch) if drawn else None
-        step = step or fake_step(dataclasses.replace(spec, batch_size=batch))
+        if step is None:
+            step = fake_step(dataclasses.replace(spec, batch_size=batch))
+            estimated: float = step.peak_allocated_bytes
+        else:  # drawn steps keep the first's figures: the peak, too, is drawn
+            one, two = first.peak_allocated_bytes, second.peak_allocated_bytes
+            estimated = one + (two - one) * (batch - b) / b
+        scale = corrections.allocated(estimated, batch) / estimated if estimated else 1.0
         try:
-            replayed_reserved(step, cap, scale=corrections.ratio)
+            replayed_reserved(step, cap, scale=scale)
         except AllocatorOutOfMemory:
             return False
         return True
@@ -192,36 +227,39 @@ def _largest_replayed(
 
 
 def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | None:
-    """Compare fake runs with measured trials of the same model on a GPU (the newest 30), and
-    correct by the trials most alike the spec: the steady-state peak by the median ratio of
-    measured to estimated, the steady reserve factor by its median. A trial's first steps are
-    left out: in fp32, cuDNN's benchmark tries workspaces that nearly double the peak on a big
-    GPU, but under a cap it takes only what is free and the trial still runs
-    (experiments/2026-11-30-h200-memory)."""
+    """Compare fake runs with measured trials of the same model on a GPU, and correct by the
+    trials most alike the spec (the newest 30 of them): the steady-state peak by a line through
+    what the fake run missed at each batch (measured and estimated peaks are both close to
+    affine in the batch; what it misses, cuDNN's workspaces above all, grows with it), or by the
+    median ratio of measured to estimated where the alike trials have one batch; the steady
+    reserve factor by its median. A trial's first steps are left out: in fp32, cuDNN's benchmark
+    tries workspaces that nearly double the peak on a big GPU, but under a cap it takes only
+    what is free and the trial still runs (experiments/2026-11-30-h200-memory). History comes
+    newest first."""
     measured = [
         r for r in history
         if r.spec.model == spec.model and r.status is Status.ok and r.memory is not None
         and r.spec.device is Device.cuda and r.spec.memory_cap_bytes is None
-    ][:30]  # fmt: skip
+    ]  # fmt: skip
     if not measured:
         return None
-    errors = []
-    for r in measured:
-        assert r.memory is not None
-        factor = DEFAULT_RESERVED_FACTOR[r.spec.checkpointing]
-        uncorrected = fake_step(r.spec).peak_allocated_bytes * factor + DEFAULT_CONTEXT_BYTES
-        errors.append(abs(uncorrected / steady_device_peak(r) - 1))
-    alike = _most_alike(spec, measured)
-    ratios, factors = [], []
+    alike = _most_alike(spec, measured)[:30]
+    errors, ratios, factors, missed = [], [], [], []
     for r in alike:
         assert r.memory is not None
-        ratios.append(r.memory.steady_peak_allocated_bytes / fake_step(r.spec).peak_allocated_bytes)
+        fake, real = fake_step(r.spec).peak_allocated_bytes, r.memory.steady_peak_allocated_bytes
+        uncorrected = fake * DEFAULT_RESERVED_FACTOR[r.spec.checkpointing] + DEFAULT_CONTEXT_BYTES
+        errors.append(abs(uncorrected / steady_device_peak(r) - 1))
+        ratios.append(real / fake)
+        missed.append((r.spec.batch_size, real - fake))
         factors.append(r.memory.steady_peak_reserved_bytes / r.memory.steady_peak_allocated_bytes)
+    contexts = [r.memory.context_bytes for r in measured[:30] if r.memory is not None]
     return Calibration(
         trials=len(alike),
+        peak_offset=_line(missed),
         peak_ratio=statistics.median(ratios),
         reserved_factor=statistics.median(factors),
-        context_bytes=int(statistics.median(r.memory.context_bytes for r in measured if r.memory)),
+        context_bytes=int(statistics.median(contexts)),
         error_median=statistics.median(errors),
         error_worst=max(errors),
     )
@@ -233,10 +271,24 @@ def steady_device_peak(r: TrialResult) -> int:
     return r.memory.steady_peak_reserved_bytes + r.memory.context_bytes
 
 
+def _line(points: list[tuple[int, int]]) -> tuple[float, float] | None:
+    """Least squares y = a + k x: (a, k); None without two distinct x."""
+    if len({x for x, _ in points}) < 2:
+        return None
+    n = len(points)
+    mean_x, mean_y = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+    k = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum(
+        (x - mean_x) ** 2 for x, _ in points
+    )
+    return mean_y - k * mean_x, k
+
+
 def _most_alike(spec: TrialSpec, measured: list[TrialResult]) -> list[TrialResult]:
     """The trials sharing the most of the knobs that change what the allocator does beyond the
-    fake run (precision: cuDNN's workspaces; checkpointing: recompute; channels_last)."""
+    fake run: all but the batch first, then precision (cuDNN's workspaces), checkpointing
+    (recompute) and channels_last."""
     keys = [
+        lambda s: dataclasses.replace(s, batch_size=1, memory_cap_bytes=None).hash,
         lambda s: (s.precision, s.checkpointing, s.channels_last),
         lambda s: (s.precision, s.checkpointing),
         lambda s: s.precision,

@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from advisor.estimate import Estimate
+from advisor.estimate import Calibration, Estimate
 from advisor.memory_model import Target
 from advisor.recommend import Recommendation
 from advisor.result import Memory, Status, TrialResult
@@ -37,6 +37,18 @@ def gib(n: float | None) -> str:
     if abs(n) >= 2**30:
         return f"{n / 2**30:.2f} GiB"
     return f"{n / 2**20:.1f} MiB"
+
+
+def peak_correction(c: Calibration) -> str:
+    """How calibration corrects the fake run's peak allocated, in words."""
+    if c.peak_offset is None:
+        return f"scaled by {c.peak_ratio:.3f}"
+    fixed, per_sample = c.peak_offset
+    sign = {True: "+", False: "-"}
+    return (
+        f"{sign[fixed >= 0]}{gib(abs(fixed))} {sign[per_sample >= 0]} {gib(abs(per_sample))} "
+        "per sample"
+    )
 
 
 def describe(result: TrialResult) -> str:
@@ -279,6 +291,27 @@ def _results_table(title: str, results: Sequence[TrialResult], target: Target) -
     return table
 
 
+def largest_batches(sweeper_largest: dict[str, tuple[TrialSpec, int, str]]) -> list[dict]:
+    """Each measured family's largest micro batch predicted to fit, and what predicted it."""
+    return [
+        {"setting": describe_spec(spec).replace(f"batch {spec.batch_size}, ", ""),
+         "largest_batch": largest, "by": by}
+        for spec, largest, by in sweeper_largest.values()
+    ]  # fmt: skip
+
+
+def largest_batches_table(rows: list[dict], target: Target) -> Table:
+    table = Table(
+        title=f"largest micro batch predicted to fit {target.name}, by setting",
+        title_justify="left",
+    )
+    for column in ("setting", "largest batch", "by"):
+        table.add_column(column, justify="right" if column == "largest batch" else "left")
+    for row in rows:
+        table.add_row(row["setting"], str(row["largest_batch"]), row["by"])
+    return table
+
+
 def save_sweep_png(results: Sequence[TrialResult], rec: Recommendation, path: Path) -> None:
     """Throughput against device peak for every measured setting, the budget line, and the
     recommendation marked."""
@@ -387,9 +420,8 @@ def estimate_report(e: Estimate) -> Group:
         lines.append(
             Text(
                 f"calibrated on {c.trials} measured trials: uncorrected error median "
-                f"{c.error_median:.1%}, worst {c.error_worst:.1%}; peak scaled by "
-                f"{c.peak_ratio:.3f}, reserve x{c.reserved_factor:.2f}, "
-                f"context {gib(c.context_bytes)}"
+                f"{c.error_median:.1%}, worst {c.error_worst:.1%}; peak {peak_correction(c)}, "
+                f"reserve x{c.reserved_factor:.2f}, context {gib(c.context_bytes)}"
             )
         )
     return Group(*lines)

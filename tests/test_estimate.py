@@ -7,12 +7,14 @@ import json
 
 import pytest
 from conftest import FAST, spec_of
+from fake_backend import ENVIRONMENT
 from test_cli import MEMORY_KEYS, advisor, trial_count
 
 from advisor.allocator import OutOfMemory
 from advisor.estimate import DEFAULT_CONTEXT_BYTES, estimate
 from advisor.fake_step import fake_step, replayed_reserved
 from advisor.memory_model import Target
+from advisor.result import Memory, Phase, Status, Throughput, TrialResult
 from advisor.runner import run_trial
 
 BIG = Target("big", 2**40, 0.05)
@@ -68,6 +70,38 @@ def test_on_a_gpu_the_largest_batch_is_the_last_the_modelled_allocator_runs():
         replayed_reserved(beyond, cap)
     assert estimate(dataclasses.replace(spec, batch_size=e.largest_batch), target).fits
     assert not estimate(dataclasses.replace(spec, batch_size=e.largest_batch + 1), target).fits
+
+
+def measured_as(spec, allocated: int, reserve: float = 1.25, context: int = 500 * 2**20):
+    """A measured GPU trial of the spec with the given steady peak allocated."""
+    reserved = int(allocated * reserve)
+    memory = Memory(
+        context, 0, 0, 0, 0, 0, allocated, reserved, allocated, reserved, Phase.backward,
+        reserved + context, None, 0,
+    )  # fmt: skip
+    throughput = Throughput(100.0, None, 0.1, 0.0, 10, 3, None)
+    return TrialResult(spec, Status.ok, ENVIRONMENT, memory, throughput, None, 1.0)
+
+
+def test_calibration_corrects_by_a_line_through_what_the_fake_run_missed():
+    spec = spec_of("model=tiny_gpt2", "device=cuda", "batch_size=4")
+    at = {b: dataclasses.replace(spec, batch_size=b) for b in (4, 8, 16, 32)}
+    missed = {b: 3 * 2**20 + b * 2**19 for b in at}  # 3 MiB + 0.5 MiB per sample
+    history = [
+        measured_as(at[b], fake_step(at[b]).peak_allocated_bytes + missed[b]) for b in (4, 8)
+    ]
+    e = estimate(at[32], BIG, history)
+    assert e.calibration is not None and e.calibration.trials == 2
+    assert e.peak_allocated_bytes == pytest.approx(
+        fake_step(at[32]).peak_allocated_bytes + missed[32], abs=2
+    )
+    assert e.reserved_factor == pytest.approx(1.25, rel=1e-3)
+    assert e.context_bytes == 500 * 2**20
+    # one measured batch fixes no line: the measured / estimated ratio scales instead
+    one = estimate(at[32], BIG, history[:1])
+    assert one.calibration is not None and one.calibration.peak_offset is None
+    ratio = history[0].memory.steady_peak_allocated_bytes / fake_step(at[4]).peak_allocated_bytes
+    assert one.peak_allocated_bytes == int(fake_step(at[32]).peak_allocated_bytes * ratio)
 
 
 def test_gpu_estimate_emulates_autocast_and_names_where_memory_goes():
