@@ -12,8 +12,7 @@ from rich.console import Console
 
 from advisor import gpus, report, search
 from advisor.config import ConfigError, MeasureConfig, load, trial_spec
-from advisor.estimate import device_peak as estimated_device_peak
-from advisor.estimate import estimate
+from advisor.estimate import Estimator, estimate
 from advisor.recommend import recommend
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
@@ -158,7 +157,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
             report.sweep_step_line(progress, step, cfg.trials), soft_wrap=True
         ),
         on_result=lambda result, reused: store.link(sweep_id, result.id or 0, reused),
-        predict=lambda spec: estimated_device_peak(spec, history),
+        estimate=Estimator(history),
     )
     sweeper.resume(earlier)
     sweeper.warm_start(
@@ -182,15 +181,19 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     plot = Path(cfg.plot or f"advisor-sweep-{sweep_id}.png")
     if rec.considered:
         report.save_sweep_png(results, rec, plot)
+    largest = report.largest_batches(sweeper.largest_batches)
     if as_json:
         payload = {
             "sweep": {"id": sweep_id, "stop_reason": reason, "plot": str(plot)},
             **rec.to_dict(),
             "confirmation": confirmation.to_dict() if confirmation else None,
+            "largest_batches": largest,
         }
         print(json.dumps(payload, indent=2))
     else:
         out.print(report.recommendation_report(rec, confirmation))
+        if largest:
+            out.print(report.largest_batches_table(largest, target))
     if rec.considered:
         err.print(f"plot of throughput against memory: {plot}", highlight=False)
     if rec.best is None:

@@ -8,8 +8,9 @@ infeasible trial, so the sampler learns where the wall is. Before any GPU time i
 - a family's fitted memory line (memory_model) that clearly puts a spec over budget skips it;
 - without a line yet, so does the fake-tensor estimate (advisor estimate), by a wider margin.
 Before the sampler's own trials come designed ones (see Sweeper._design_next), and after a spec
-fits, the same family at the largest batch predicted to fit (or, before the line exists, at the
-next batch up) is queued next: throughput usually grows with batch.
+fits, the same family at the largest batch predicted to fit (by the estimate calibrated on what
+was measured, else the line; with neither, the next batch up) is queued next: throughput
+usually grows with batch.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -27,7 +28,7 @@ from omegaconf import DictConfig
 from optuna.trial import TrialState
 from sqlalchemy.engine import make_url
 
-from advisor import gpus
+from advisor import gpus, throughput_model
 from advisor.config import MeasureConfig
 from advisor.memory_model import AffineFit, Target, family_key, fit
 from advisor.result import Status, TrialResult
@@ -45,6 +46,7 @@ CLEARLY_OVER = 0.03  # skip a spec when the memory line puts it this far over, b
 CLEARLY_OVER_ONE_POINT = 0.10  # ... or this far, when one measured batch drew the line
 CLEARLY_OVER_ESTIMATE = 0.15  # ... or this far by the fake-tensor estimate (over by 8% at worst
 # on the H200, experiments/2026-11-30-estimate), when no line exists yet
+PROMISING = 0.03  # keep measuring while a point left is predicted this much faster than the best
 STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
 
@@ -56,6 +58,17 @@ class Backend(Protocol):
     def measure(self, spec: TrialSpec) -> TrialResult: ...  # measured now, and stored
 
     def measured_before(self, spec: TrialSpec) -> TrialResult | None: ...
+
+
+class MemoryEstimate(Protocol):
+    """What a spec needs of the device without running it (advisor estimate), calibrated on what
+    has been measured."""
+
+    def device_peak(self, spec: TrialSpec, measured: Sequence[TrialResult]) -> int: ...
+
+    def largest_batch(
+        self, spec: TrialSpec, target: Target, measured: Sequence[TrialResult]
+    ) -> int | None: ...
 
 
 class WorkerBackend:
@@ -114,13 +127,16 @@ class Sweeper:
         study: optuna.Study,
         on_step: Callable[[SweepProgress, Step], None] = lambda progress, step: None,
         on_result: Callable[[TrialResult, bool], None] = lambda result, reused: None,
-        predict: Callable[[TrialSpec], int] | None = None,
+        estimate: MemoryEstimate | None = None,
     ) -> None:
         self.space, self.target, self.backend, self.study = space, target, backend, study
         self.on_step, self.on_result = on_step, on_result
-        self.predict = predict  # a spec's device peak without running it (advisor estimate)
+        self.estimate = estimate
         self.progress = SweepProgress()
         self.results: dict[str, TrialResult] = {}  # by spec hash: what this sweep knows
+        # the largest micro batch predicted to fit, by family: the estimate calibrated on what
+        # was measured, else the family's memory line
+        self.largest_batches: dict[str, tuple[TrialSpec, int, str]] = {}
         self._told: dict[str, Step] = {}
         self._design = "start"  # start -> changes -> combination -> done: see _design_next
 
@@ -162,13 +178,17 @@ class Sweeper:
                 return f"measured {trials} specs (trials={trials})"
             if minutes is not None and self.progress.elapsed_s >= 60 * minutes:
                 return f"ran {minutes:g} minutes (minutes={minutes:g})"
-            if (
-                self.progress.best is not None
-                and self._design == "done"
-                and not waiting
-                and self.progress.since_better >= patience
-            ):
-                return f"{patience} measured specs without a faster one that fits (patience)"
+            if self.progress.best is not None and self._design == "done" and not waiting:
+                if self.progress.since_better >= patience:
+                    return f"{patience} measured specs without a faster one that fits (patience)"
+                promising = self._most_promising()
+                if promising is False:
+                    return (
+                        f"no setting left is predicted to be {PROMISING:.0%} faster than the best "
+                        "(a main-effects model of the throughput measured)"
+                    )
+                if isinstance(promising, dict):  # measure it next
+                    self.study.enqueue_trial(promising, skip_if_exists=True)
             if idle >= MAX_IDLE_ASKS or len(self._told) >= self.space.size():
                 return "every spec of the space was measured or ruled out"
             trial = self.study.ask(self.space.distributions)
@@ -275,6 +295,19 @@ class Sweeper:
         if known is not None:
             self._know(known)
             return Step(spec, "history", known, self.target.fits(known), "measured before")
+        ruled_out = self._ruled_out(spec)
+        if ruled_out is not None:
+            return ruled_out
+        if self._fit(family_key(spec)) is None and self.estimate is not None:
+            # no line for this family yet: ask the estimate
+            estimated = self.estimate.device_peak(spec, list(self.results.values()))
+            if self.target.excess(estimated) > CLEARLY_OVER_ESTIMATE:
+                reason = f"estimated at {estimated / 2**30:.1f} GiB without running"
+                return Step(spec, "estimate", None, False, reason)
+        return None
+
+    def _ruled_out(self, spec: TrialSpec) -> Step | None:
+        """Infeasible by what was measured: a smaller batch that did not fit, or the line."""
         family = family_key(spec)
         for other in self.results.values():
             if (
@@ -291,18 +324,39 @@ class Sweeper:
             if self.target.excess(predicted) > clearly:
                 reason = f"memory line predicts {predicted / 2**30:.1f} GiB"
                 return Step(spec, "memory-model", None, False, reason)
-        elif self.predict is not None:  # no line for this family yet: ask the estimate
-            estimated = self.predict(spec)
-            if self.target.excess(estimated) > CLEARLY_OVER_ESTIMATE:
-                reason = f"estimated at {estimated / 2**30:.1f} GiB without running"
-                return Step(spec, "estimate", None, False, reason)
         return None
+
+    def _most_promising(self) -> dict[str, Choice] | None | bool:
+        """The point not yet settled that the main-effects model of what was measured predicts
+        fastest, if that is clearly faster than the best; among points not ruled out by memory.
+        True: none predicted so, but some cannot be predicted (a value nothing measured had, or
+        no model yet); False: nothing left may be clearly faster."""
+        best = self.progress.best
+        measured = [
+            (params, _throughput(r))
+            for r in self.results.values()
+            if r.status is Status.ok and (params := self.space.params(r.spec)) is not None
+        ]
+        model = throughput_model.fit(measured)
+        if best is None or model is None:
+            return True
+        told = {step.spec.hash for step in self._told.values()}
+        unknown, top, top_rate = False, None, _throughput(best) * (1 + PROMISING)
+        for point in self.space.points():
+            spec = self.space.spec(point)
+            if spec.hash in told or self._ruled_out(spec) is not None:
+                continue
+            predicted = model.predict(point)
+            if predicted is None:
+                unknown = True
+            elif predicted > top_rate:
+                top, top_rate = point, predicted
+        return top if top is not None else unknown
 
     def _queue_larger(self, spec: TrialSpec) -> None:
         """Climb: the same setting at the largest batch predicted to fit, or the next one up."""
-        line = self._fit(family_key(spec))
-        if line is not None:
-            largest = line.largest_batch(self.target.allowed_bytes)
+        largest = self._largest_batch(spec)
+        if largest is not None:
             candidates = [b for b in self.space.batch_sizes if spec.batch_size < b <= largest]
         else:  # one point fixes no line: take the next batch up
             candidates = [
@@ -315,6 +369,23 @@ class Sweeper:
         params = self.space.params(bigger)
         if params is not None and bigger.hash not in self._told:
             self.study.enqueue_trial(params, skip_if_exists=True)
+
+    def _largest_batch(self, spec: TrialSpec) -> int | None:
+        """The family's largest micro batch predicted to fit: by the estimate, calibrated on the
+        measured points (the allocator's model under the target's limit: it gives its cache back
+        near the limit, which a line through uncapped peaks cannot know), else by the line."""
+        family = family_key(spec)
+        if self.estimate is not None:
+            measured = list(self.results.values())
+            largest = self.estimate.largest_batch(spec, self.target, measured)
+            if largest is not None:
+                self.largest_batches[family] = (spec, largest, "estimate")
+                return largest
+        line = self._fit(family)
+        if line is None:
+            return None
+        self.largest_batches[family] = (spec, line.largest_batch(self.target.allowed_bytes), "line")
+        return self.largest_batches[family][1]
 
     def _fit(self, family: str) -> AffineFit | None:
         measured = [

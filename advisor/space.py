@@ -4,7 +4,8 @@ point names, and the values most often fastest, which the sweep's designed trial
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 from optuna.distributions import BaseDistribution, CategoricalDistribution
@@ -139,6 +140,11 @@ class Space:
         if not inside or self.spec(params) != spec:
             return None
         return params
+
+    def points(self) -> Iterator[dict[str, Choice]]:
+        """Every point of the space."""
+        for values in itertools.product(*self.axes.values()):
+            yield dict(zip(self.axes, values, strict=True))
 
     def size(self) -> int:
         n = 1

@@ -233,6 +233,17 @@ def test_the_designed_trials_come_first(db_url, study_url):
     assert backend.calls[1].batch_size == 64
 
 
+class PerfectEstimate:
+    """The fake backend's own memory law, as an estimate that is never wrong."""
+
+    def device_peak(self, spec, measured):
+        return peak(spec)
+
+    def largest_batch(self, spec, target, measured):
+        fixed, per_sample = line(spec)
+        return int((target.allowed_bytes - fixed) // per_sample)
+
+
 def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_url, study_url):
     store = Store(db_url)
     backend = FakeBackend(store)
@@ -242,7 +253,7 @@ def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_ur
     space = space_of(cfg, overrides, base)
     target = search.target_of(cfg, base.device)
     study = search.open_study(study_url, "estimate")
-    sweeper = search.Sweeper(space, target, backend, study, predict=peak)  # a perfect estimate
+    sweeper = search.Sweeper(space, target, backend, study, estimate=PerfectEstimate())
     huge = dataclasses.replace(base, precision=base.precision.__class__("fp32"), batch_size=1024)
     sweeper.study.enqueue_trial(space.params(huge))
     sweeper.run(trials=1, minutes=None, patience=100)

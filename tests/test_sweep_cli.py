@@ -34,6 +34,13 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
     assert answer["target"]["memory_bytes"] == 12 * 2**20
     assert answer["pareto_front"] and answer["sweep"]["stop_reason"].startswith("measured 4")
     assert "[1/4 measured" in first.stderr and "best" in first.stderr  # progress as it runs
+    # each measured setting that fit has its largest batch predicted; the best's is at least its own
+    spec = best["spec"]
+    ckpt = "" if spec["checkpointing"] == "none" else f", ckpt {spec['checkpointing']}"
+    family = f"tiny_mlp on cpu: {spec['precision']}, {spec['optimizer']}{ckpt}"
+    ours = [row for row in answer["largest_batches"] if row["setting"] == family]
+    assert ours and ours[0]["by"] == "estimate"
+    assert ours[0]["largest_batch"] >= best["spec"]["batch_size"]
     assert png.read_bytes()[:4] == b"\x89PNG"
     measured = trial_count(db_url)
     assert measured == 4

@@ -2,7 +2,10 @@
 BENCH_DIR/bench.py): the real Sweeper, TPE and memory rules, answered from the measured results
 instead of the GPU. Many sampler seeds give the spread that one live sweep cannot.
 
-    python3 replay.py [SEEDS] [TRIALS] [PATIENCE] [BENCH_DIR]   (BENCH_DIR: this directory)
+    python3 replay.py [SEEDS] [TRIALS] [PATIENCE] [BENCH_DIR] [estimate]
+
+BENCH_DIR defaults to this directory. With `estimate`, the sweep has the fake-tensor estimate as
+`advisor sweep` has it (calibrated on what the replayed sweep measured; no other history).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from advisor import search
 from advisor.config import load, trial_spec
+from advisor.estimate import Estimator
 from advisor.result import Environment, Status, Throughput, TrialResult, memory_from_dict
 from advisor.space import space_of
 from advisor.spec import TrialSpec
@@ -62,6 +66,7 @@ def main() -> None:
     trials = int(sys.argv[2]) if len(sys.argv) > 2 else 12
     patience = int(sys.argv[3]) if len(sys.argv) > 3 else 4
     bench_dir = Path(sys.argv[4]) if len(sys.argv) > 4 else Path(__file__).parent
+    with_estimate = len(sys.argv) > 5 and sys.argv[5] == "estimate"
     overrides = space_of_bench(bench_dir)
     table = {
         key(json.loads(line)["spec"]): json.loads(line)
@@ -79,7 +84,8 @@ def main() -> None:
         for seed in range(seeds):
             study = search.open_study(f"sqlite:///{tmp}/s{seed}.sqlite", "replay", seed=seed)
             replay = Replay(table)
-            sweeper = search.Sweeper(space, target, replay, study)
+            estimator = Estimator([]) if with_estimate else None
+            sweeper = search.Sweeper(space, target, replay, study, estimate=estimator)
             sweeper.run(trials, None, patience)
             best = sweeper.progress.best
             ratios.append(best.throughput.samples_per_s / grid_best if best else 0.0)
@@ -89,7 +95,10 @@ def main() -> None:
         f"grid: {len(table)} specs, {len(fits)} fit {target.allowed_bytes / 2**30:.1f} GiB, "
         f"best {grid_best:.0f}/s, {grid_seconds:.0f} GPU-s"
     )
-    print(f"replay, {seeds} seeds, trials={trials} patience={patience}:")
+    print(
+        f"replay, {seeds} seeds, trials={trials} patience={patience}"
+        + (", with the estimate:" if with_estimate else ":")
+    )
     print(
         f"  recommended / grid best: median {statistics.median(ratios):.3f}, "
         f"min {min(ratios):.3f}, share of seeds >= 0.97: {sum(r >= 0.97 for r in ratios) / seeds:.2f}"

@@ -1,0 +1,45 @@
+"""The main-effects model of throughput, and the sweep's stop on it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from fake_backend import FakeBackend
+from test_search import make_sweeper, study_url  # noqa: F401  (a fixture)
+
+from advisor import throughput_model
+from advisor.store.store import Store
+
+EFFECTS = {"precision": {"bf16": 2.0, "fp32": 1.0}, "channels_last": {True: 1.3, False: 1.0},
+           "batch_size": {64: 1.0, 128: 1.5, 256: 1.8}}  # fmt: skip
+
+
+def rate(point):
+    return 100.0 * math.prod(EFFECTS[axis][value] for axis, value in point.items())
+
+
+def test_one_change_at_a_time_fixes_every_effect():
+    base = {"precision": "fp32", "channels_last": False, "batch_size": 64}
+    design = [base] + [
+        {**base, axis: value} for axis, values in EFFECTS.items() for value in values
+        if value != base[axis]
+    ]  # fmt: skip
+    model = throughput_model.fit([(p, rate(p)) for p in design])
+    assert model is not None
+    unmeasured = {"precision": "bf16", "channels_last": True, "batch_size": 256}
+    assert model.predict(unmeasured) == pytest.approx(rate(unmeasured))
+    # a value nothing measured had is not predicted
+    assert model.predict({**unmeasured, "batch_size": 512}) is None
+    # two axes only ever changed together: their effects cannot be told apart, so no model
+    together = [base, {**base, "precision": "bf16", "channels_last": True}]
+    assert throughput_model.fit([(p, rate(p)) for p in together]) is None
+
+
+def test_the_sweep_stops_when_nothing_left_is_predicted_clearly_faster(db_url, study_url):  # noqa: F811
+    store = Store(db_url)
+    backend = FakeBackend(store)
+    sweeper, _ = make_sweeper(store, backend, study_url, "space.optimizers=[adamw]")
+    reason = sweeper.run(trials=40, minutes=None, patience=100)
+    assert reason.startswith("no setting left is predicted to be 3% faster")
+    assert len(backend.calls) < 40
