@@ -45,10 +45,10 @@ def peak_correction(c: Calibration) -> str:
         return f"scaled by {c.peak_ratio:.3f}"
     fixed, per_sample = c.peak_offset
     sign = {True: "+", False: "-"}
-    return (
-        f"{sign[fixed >= 0]}{gib(abs(fixed))} {sign[per_sample >= 0]} {gib(abs(per_sample))} "
-        "per sample"
+    slope = (
+        gib(abs(per_sample)) if abs(per_sample) >= 2**20 else f"{abs(per_sample) / 2**10:.0f} KiB"
     )
+    return f"{sign[fixed >= 0]}{gib(abs(fixed))} {sign[per_sample >= 0]} {slope} per sample"
 
 
 def describe(result: TrialResult) -> str:

@@ -355,6 +355,8 @@ class Sweeper:
 
     def _queue_larger(self, spec: TrialSpec) -> None:
         """Climb: the same setting at the largest batch predicted to fit, or the next one up."""
+        if not any(b > spec.batch_size for b in self.space.batch_sizes):
+            return  # nowhere to climb: spare the estimate's seconds
         largest = self._largest_batch(spec)
         if largest is not None:
             candidates = [b for b in self.space.batch_sizes if spec.batch_size < b <= largest]
