@@ -341,12 +341,20 @@ class Sweeper:
         if best is None or model is None:
             return True
         told = {step.spec.hash for step in self._told.values()}
+        # throughput does not fall as the micro batch grows: a batch below every measured one
+        # is predicted at most as fast as the smallest measured
+        smallest = min(
+            (as_int(p["batch_size"]) for p, _ in measured if "batch_size" in p), default=0
+        )
         unknown, top, top_rate = False, None, _throughput(best) * (1 + PROMISING)
         for point in self.space.points():
             spec = self.space.spec(point)
             if spec.hash in told or self._ruled_out(spec) is not None:
                 continue
-            predicted = model.predict(point)
+            seen = point
+            if "batch_size" in point and as_int(point["batch_size"]) < smallest:
+                seen = {**point, "batch_size": smallest}
+            predicted = model.predict(seen)
             if predicted is None:
                 unknown = True
             elif predicted > top_rate:

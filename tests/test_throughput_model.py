@@ -43,3 +43,16 @@ def test_the_sweep_stops_when_nothing_left_is_predicted_clearly_faster(db_url, s
     reason = sweeper.run(trials=40, minutes=None, patience=100)
     assert reason.startswith("no setting left is predicted to be 3% faster")
     assert len(backend.calls) < 40
+
+
+def test_a_batch_below_every_measured_one_is_not_worth_measuring(db_url, study_url):  # noqa: F811
+    store = Store(db_url)
+    sweeper, _ = make_sweeper(
+        store, FakeBackend(store), study_url, "space.batch_sizes=[32,64]", "space.grad_accum=[1]",
+        "space.precision=[bf16,fp16]", "space.optimizers=[adamw]", "space.checkpointing=[none]",
+    )  # fmt: skip
+    for precision in ("bf16", "fp16"):
+        spec = sweeper.space.spec({"batch_size": 64, "precision": precision})
+        sweeper._settle(spec)  # measured at batch 64 only
+    # batch 32 was never measured, yet it is predicted no faster than 64: nothing left to try
+    assert sweeper._most_promising() is False
