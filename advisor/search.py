@@ -348,16 +348,18 @@ class Sweeper:
         )
         unknown, top, top_rate = False, None, _throughput(best) * (1 + PROMISING)
         for point in self.space.points():
-            spec = self.space.spec(point)
-            if spec.hash in told or self._ruled_out(spec) is not None:
-                continue
             seen = point
             if "batch_size" in point and as_int(point["batch_size"]) < smallest:
                 seen = {**point, "batch_size": smallest}
             predicted = model.predict(seen)
+            if predicted is not None and predicted <= top_rate:
+                continue  # (the cheap test first: spaces run to thousands of points)
+            spec = self.space.spec(point)
+            if spec.hash in told or self._ruled_out(spec) is not None:
+                continue
             if predicted is None:
                 unknown = True
-            elif predicted > top_rate:
+            else:
                 top, top_rate = point, predicted
         return top if top is not None else unknown
 
