@@ -254,9 +254,10 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
         missed.append((r.spec.batch_size, real - fake))
         factors.append(r.memory.steady_peak_reserved_bytes / r.memory.steady_peak_allocated_bytes)
     contexts = [r.memory.context_bytes for r in measured[:30] if r.memory is not None]
+    line = fit(missed)  # None where the alike trials have one batch
     return Calibration(
         trials=len(alike),
-        peak_offset=_line(missed),
+        peak_offset=(line.fixed_bytes, line.bytes_per_sample) if line else None,
         peak_ratio=statistics.median(ratios),
         reserved_factor=statistics.median(factors),
         context_bytes=int(statistics.median(contexts)),
@@ -269,18 +270,6 @@ def steady_device_peak(r: TrialResult) -> int:
     """What a measured trial needed of the device in its timed steps: reserved plus context."""
     assert r.memory is not None
     return r.memory.steady_peak_reserved_bytes + r.memory.context_bytes
-
-
-def _line(points: list[tuple[int, int]]) -> tuple[float, float] | None:
-    """Least squares y = a + k x: (a, k); None without two distinct x."""
-    if len({x for x, _ in points}) < 2:
-        return None
-    n = len(points)
-    mean_x, mean_y = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
-    k = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum(
-        (x - mean_x) ** 2 for x, _ in points
-    )
-    return mean_y - k * mean_x, k
 
 
 def _most_alike(spec: TrialSpec, measured: list[TrialResult]) -> list[TrialResult]:

@@ -10,7 +10,10 @@ infeasible trial, so the sampler learns where the wall is. Before any GPU time i
 Before the sampler's own trials come designed ones (see Sweeper._design_next), and after a spec
 fits, the same family at the largest batch predicted to fit (by the estimate calibrated on what
 was measured, else the line; with neither, the next batch up) is queued next: throughput
-usually grows with batch.
+usually grows with batch. After the designed trials, a main-effects model of the throughput
+measured (throughput_model) names the point left it predicts fastest, which is measured next;
+the sweep stops when none is predicted 3% faster than the best, or after `patience` measured
+specs without a faster one.
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ from advisor.store.store import Store
 CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
 CLEARLY_OVER = 0.03  # skip a spec when the memory line puts it this far over, beyond its error
 CLEARLY_OVER_ONE_POINT = 0.10  # ... or this far, when one measured batch drew the line
-CLEARLY_OVER_ESTIMATE = 0.15  # ... or this far by the fake-tensor estimate (over by 8% at worst
-# on the H200, experiments/2026-11-30-estimate), when no line exists yet
+CLEARLY_OVER_ESTIMATE = 0.15  # ... or this far by the fake-tensor estimate, when no line exists
+# yet (on the H200 it over-states the steady device peak by 10.1% at worst uncalibrated, 14.6%
+# calibrated: experiments/2026-11-30-estimate)
 PROMISING = 0.03  # keep measuring while a point left is predicted this much faster than the best
 STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
