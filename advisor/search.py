@@ -330,7 +330,7 @@ class Sweeper:
                 return Step(spec, "memory-model", None, False, reason)
         return None
 
-    def _most_promising(self) -> dict[str, Choice] | None | bool:
+    def _most_promising(self) -> dict[str, Choice] | bool:
         """The point not yet settled that the main-effects model of what was measured predicts
         fastest, if that is clearly faster than the best; among points not ruled out by memory.
         True: none predicted so, but some cannot be predicted (a value nothing measured had, or
