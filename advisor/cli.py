@@ -10,7 +10,7 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
-from advisor import gpus, report, search
+from advisor import gpus, report, search, study
 from advisor.config import ConfigError, MeasureConfig, load, trial_spec
 from advisor.estimate import Estimator, estimate
 from advisor.recommend import recommend
@@ -122,7 +122,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     backend = search.WorkerBackend(
         store, MeasureConfig(**cfg.measure), cfg.timeout_s, device_name, torch_version
     )
-    key = search.sweep_key(space, target, device_name, torch_version)
+    key = study.sweep_key(space, target, device_name, torch_version)
     record = store.open_sweep(
         Sweep(
             key,
@@ -135,7 +135,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     )
     assert record.id is not None
     sweep_id = record.id
-    study = search.open_study(cfg.study_db_url or study_url(), key)
+    optuna_study = study.open_study(cfg.study_db_url or study_url(), key)
     # what earlier runs of this sweep used; confirmations under a cap are evidence, not points
     earlier = [
         (result, reused)
@@ -153,7 +153,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         space,
         target,
         MeasuringBackend(backend),
-        study,
+        optuna_study,
         on_step=lambda progress, step: err.print(
             report.sweep_step_line(progress, step, cfg.trials), soft_wrap=True
         ),

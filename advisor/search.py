@@ -19,17 +19,13 @@ specs without a faster one.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Protocol
 
 import optuna
 from omegaconf import DictConfig
 from optuna.trial import TrialState
-from sqlalchemy.engine import make_url
 
 from advisor import gpus, throughput_model
 from advisor.config import MeasureConfig
@@ -51,7 +47,6 @@ CLEARLY_OVER_ESTIMATE = 0.15  # ... or this far by the fake-tensor estimate, whe
 # yet (on the H200 it over-states the steady device peak by 10.1% at worst uncalibrated, 14.6%
 # calibrated: experiments/2026-11-30-estimate)
 PROMISING = 0.03  # keep measuring while a point left is predicted this much faster than the best
-STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
 
 
@@ -471,39 +466,6 @@ def target_of(cfg: DictConfig, device: Device) -> Target:
     if not 0 <= cfg.margin < 1:
         raise SpecError(f"margin must be a fraction in [0, 1), got {cfg.margin}")
     return Target(name=name, memory_bytes=memory, margin=cfg.margin)
-
-
-def sweep_key(space: Space, target: Target, device_name: str, torch_version: str) -> str:
-    """The same command on the same kind of machine gives the same key: that is how it resumes."""
-    what = {
-        "model": dataclasses.asdict(space.base.model),
-        "device": space.base.device.value,
-        "axes": space.axes,
-        "fixed": space.fixed,
-        "batch_sizes": space.batch_sizes,
-        "optimizers": {k: v.optimizer.builder for k, v in space.optimizers.items()},
-        "effective_batch_size": space.effective_batch_size,
-        "target": dataclasses.asdict(target),
-        "environment": [device_name, torch_version],
-    }
-    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
-
-
-def open_study(url: str, key: str, seed: int = 0) -> optuna.Study:
-    """The sweep's Optuna study, in a storage of its own (created, or loaded to resume)."""
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-    return optuna.create_study(
-        storage=url,
-        study_name=key,
-        direction="maximize",
-        sampler=optuna.samplers.TPESampler(
-            seed=seed, multivariate=True, n_startup_trials=STARTUP_TRIALS
-        ),
-        load_if_exists=True,
-    )
 
 
 def confirm_under_cap(backend: Backend, result: TrialResult, target: Target) -> TrialResult:

@@ -8,7 +8,7 @@ import optuna
 import pytest
 from fake_backend import CAPACITY, FakeBackend, GiB, line, peak
 
-from advisor import search
+from advisor import search, study
 from advisor.config import load, trial_spec
 from advisor.memory_model import Target, fit
 from advisor.recommend import recommend
@@ -33,9 +33,9 @@ def make_sweeper(store, backend, study_url, *extra, memory="24GiB"):
     base = trial_spec(cfg)
     space = space_of(cfg, overrides, base)
     target = search.target_of(cfg, base.device)
-    key = search.sweep_key(space, target, "FAKE H200", "fake")
-    study = search.open_study(study_url, key)
-    return search.Sweeper(space, target, backend, study), target
+    key = study.sweep_key(space, target, "FAKE H200", "fake")
+    optuna_study = study.open_study(study_url, key)
+    return search.Sweeper(space, target, backend, optuna_study), target
 
 
 @pytest.fixture
@@ -252,8 +252,8 @@ def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_ur
     base = trial_spec(cfg)
     space = space_of(cfg, overrides, base)
     target = search.target_of(cfg, base.device)
-    study = search.open_study(study_url, "estimate")
-    sweeper = search.Sweeper(space, target, backend, study, estimate=PerfectEstimate())
+    optuna_study = study.open_study(study_url, "estimate")
+    sweeper = search.Sweeper(space, target, backend, optuna_study, estimate=PerfectEstimate())
     huge = dataclasses.replace(base, precision=base.precision.__class__("fp32"), batch_size=1024)
     sweeper.study.enqueue_trial(space.params(huge))
     sweeper.run(trials=1, minutes=None, patience=100)

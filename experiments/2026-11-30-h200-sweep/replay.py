@@ -23,6 +23,7 @@ from advisor.estimate import Estimator
 from advisor.result import Environment, Status, Throughput, TrialResult, memory_from_dict
 from advisor.space import space_of
 from advisor.spec import TrialSpec
+from advisor.study import open_study
 
 
 def space_of_bench(bench_dir: Path) -> list[str]:
@@ -82,7 +83,7 @@ def main() -> None:
     ratios, counts, seconds = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(seeds):
-            study = search.open_study(f"sqlite:///{tmp}/s{seed}.sqlite", "replay", seed=seed)
+            study = open_study(f"sqlite:///{tmp}/s{seed}.sqlite", "replay", seed=seed)
             replay = Replay(table)
             estimator = Estimator([]) if with_estimate else None
             sweeper = search.Sweeper(space, target, replay, study, estimate=estimator)

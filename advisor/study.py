@@ -1,0 +1,51 @@
+"""Where a sweep's Optuna study lives: the key that names it (the same command on the same kind
+of machine gives the same key, so running it again resumes) and its storage, apart from the
+results database's tables."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import optuna
+from sqlalchemy.engine import make_url
+
+from advisor.memory_model import Target
+from advisor.space import Space
+
+STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
+
+
+def sweep_key(space: Space, target: Target, device_name: str, torch_version: str) -> str:
+    """The same command on the same kind of machine gives the same key: that is how it resumes."""
+    what = {
+        "model": dataclasses.asdict(space.base.model),
+        "device": space.base.device.value,
+        "axes": space.axes,
+        "fixed": space.fixed,
+        "batch_sizes": space.batch_sizes,
+        "optimizers": {k: v.optimizer.builder for k, v in space.optimizers.items()},
+        "effective_batch_size": space.effective_batch_size,
+        "target": dataclasses.asdict(target),
+        "environment": [device_name, torch_version],
+    }
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def open_study(url: str, key: str, seed: int = 0) -> optuna.Study:
+    """The sweep's Optuna study, in a storage of its own (created, or loaded to resume)."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    return optuna.create_study(
+        storage=url,
+        study_name=key,
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(
+            seed=seed, multivariate=True, n_startup_trials=STARTUP_TRIALS
+        ),
+        load_if_exists=True,
+    )
