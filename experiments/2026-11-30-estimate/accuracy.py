@@ -16,6 +16,7 @@ Last, the largest batch for a budget against the bisected truth of -h200-memory/
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
@@ -49,43 +50,50 @@ def unprefixed(memory: dict) -> dict:
     return {**memory, "peak_phase": phase.removeprefix("Phase.") if phase else None}
 
 
+def trial_of(path: Path, d: dict) -> TrialResult | None:
+    """A recorded result as a TrialResult, its spec rebuilt through the config (the hash must
+    match the recorded one); None for what is not an ok, uncapped measurement."""
+    if d.get("status") != "ok" or d["spec"]["memory_cap_bytes"] is not None:
+        return None
+    s = d["spec"]
+    if path.name == "results-gpu-a.jsonl" and s["precision"] == "fp16":
+        return None  # measured before the fp16 warm-up fix; part b has them again
+    spec = trial_spec(
+        load(
+            [
+                "device=cuda",
+                f"model={s['model']}",
+                f"batch_size={s['batch_size']}",
+                f"grad_accum={s['grad_accum']}",
+                f"precision={s['precision']}",
+                f"checkpointing={s['checkpointing']}",
+                f"optimizer={s['optimizer']}",
+                f"channels_last={s['channels_last']}",
+                f"compile={s['compile']}",
+                f"expandable_segments={s['expandable_segments']}",
+            ]
+        )
+    )
+    assert spec.hash == s["hash"], (spec.hash, s)
+    return TrialResult(
+        spec,
+        Status.ok,
+        Environment(**d["environment"]),
+        memory_from_dict(unprefixed(d["memory"])),
+        Throughput(**d["throughput"]),
+        None,
+        d["wall_s"],
+    )
+
+
 def trials() -> list[TrialResult]:
+    """Each spec once: its newest run."""
     seen: dict[str, TrialResult] = {}
     for path in RAW:
         for line in path.open():
-            d = json.loads(line)
-            if d.get("status") != "ok" or d["spec"]["memory_cap_bytes"] is not None:
-                continue
-            s = d["spec"]
-            spec = trial_spec(
-                load(
-                    [
-                        "device=cuda",
-                        f"model={s['model']}",
-                        f"batch_size={s['batch_size']}",
-                        f"grad_accum={s['grad_accum']}",
-                        f"precision={s['precision']}",
-                        f"checkpointing={s['checkpointing']}",
-                        f"optimizer={s['optimizer']}",
-                        f"channels_last={s['channels_last']}",
-                        f"compile={s['compile']}",
-                        f"expandable_segments={s['expandable_segments']}",
-                    ]
-                )
-            )
-            assert spec.hash == s["hash"], (spec.hash, s)
-            if path.name == "results-gpu-a.jsonl" and s["precision"] == "fp16":
-                continue  # measured before the fp16 warm-up fix; part b has them again
-            seen[spec.hash] = TrialResult(
-                spec,
-                Status.ok,
-                Environment(**d["environment"]),
-                memory_from_dict(unprefixed(d["memory"])),
-                Throughput(**d["throughput"]),
-                None,
-                d["wall_s"],
-                id=len(seen) + 1,
-            )
+            trial = trial_of(path, json.loads(line))
+            if trial is not None:
+                seen[trial.spec.hash] = dataclasses.replace(trial, id=len(seen) + 1)
     return list(seen.values())
 
 
