@@ -1,13 +1,16 @@
 """GPU profiles (conf/gpu/*.yaml) and the local GPU as NVML sees it.
 
 NVML answers without creating a CUDA context, so the process that launches trials can ask which
-GPU it has and still never initialise CUDA itself.
+GPU it has and still never initialise CUDA itself. NVML numbers every GPU of the host and ignores
+CUDA_VISIBLE_DEVICES; every function here takes the CUDA index (what torch calls cuda:0) and
+finds NVML's GPU through that variable.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import platform
 import re
 from collections.abc import Iterator
@@ -59,11 +62,11 @@ def profile_for_device_name(device_name: str) -> GpuProfile | None:
 
 
 def local_gpu(index: int = 0) -> LocalGpu | None:
-    """The local GPU through NVML, or None where there is no driver or no GPU."""
+    """CUDA's GPU `index` through NVML, or None where there is no driver or no such GPU."""
     with _nvml() as nvml:
-        if nvml is None or nvml.nvmlDeviceGetCount() <= index:
+        handle = _handle(nvml, index)
+        if handle is None:
             return None
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
         return LocalGpu(
             name=_text(nvml.nvmlDeviceGetName(handle)),
             memory_bytes=int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
@@ -114,9 +117,9 @@ def _text(value: str | bytes) -> str:
 def process_used_bytes(pid: int, index: int = 0) -> int | None:
     """GPU memory NVML charges to one process (its CUDA context included), if it can say."""
     with _nvml() as nvml:
-        if nvml is None:
+        handle = _handle(nvml, index)
+        if handle is None:
             return None
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
         for process in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
             if process.pid == pid and process.usedGpuMemory is not None:
                 return int(process.usedGpuMemory)
@@ -126,9 +129,41 @@ def process_used_bytes(pid: int, index: int = 0) -> int | None:
 def device_used_bytes(index: int = 0) -> int | None:
     """GPU memory in use on the whole device, by every process, as NVML sees it."""
     with _nvml() as nvml:
-        if nvml is None:
-            return None
-        return int(nvml.nvmlDeviceGetMemoryInfo(nvml.nvmlDeviceGetHandleByIndex(index)).used)
+        handle = _handle(nvml, index)
+        return None if handle is None else int(nvml.nvmlDeviceGetMemoryInfo(handle).used)
+
+
+def nvml_device(cuda_index: int, visible: str | None) -> int | str | None:
+    """NVML's index (int) or UUID (str) of CUDA's GPU `cuda_index` under CUDA_VISIBLE_DEVICES =
+    `visible`; None where that GPU is hidden or is a MIG slice. CUDA reads the list up to its
+    first invalid entry. Numbers in it are taken for NVML's, which holds where CUDA enumerates
+    in PCI bus order: always for identical GPUs, and with CUDA_DEVICE_ORDER=PCI_BUS_ID."""
+    if visible is None:
+        return cuda_index
+    entries = []
+    for entry in (e.strip() for e in visible.split(",")):
+        if not (entry.isdigit() or entry.startswith("GPU-")):
+            break
+        entries.append(entry)
+    if cuda_index >= len(entries):
+        return None
+    entry = entries[cuda_index]
+    return int(entry) if entry.isdigit() else entry
+
+
+def _handle(nvml: Any, cuda_index: int) -> Any:
+    """NVML's handle for CUDA's GPU `cuda_index`, or None."""
+    if nvml is None:
+        return None
+    device = nvml_device(cuda_index, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    try:
+        if isinstance(device, int):
+            return nvml.nvmlDeviceGetHandleByIndex(device)
+        if isinstance(device, str):
+            return nvml.nvmlDeviceGetHandleByUUID(device)
+    except nvml.NVMLError:  # no such GPU
+        return None
+    return None
 
 
 @contextlib.contextmanager

@@ -1,0 +1,31 @@
+"""Which GPU NVML is asked about: CUDA's index through CUDA_VISIBLE_DEVICES."""
+
+import pytest
+
+from advisor import gpus
+
+
+@pytest.mark.parametrize(
+    ("cuda_index", "visible", "expected"),
+    [
+        (0, None, 0),  # no variable: the numbering is the same
+        (1, None, 1),
+        (0, "1", 1),  # a lane of a multi-GPU host: cuda:0 is the host's second GPU
+        (1, "3,2", 2),
+        (0, " 2 , 0", 2),
+        (0, "GPU-8f6e1c2a-0000-1111-2222-333344445555", "GPU-8f6e1c2a-0000-1111-2222-333344445555"),
+        (1, "0", None),  # fewer GPUs visible than asked for
+        (0, "", None),  # none visible
+        (0, "-1", None),
+        (1, "0,-1,2", None),  # CUDA stops at the first invalid entry
+        (0, "MIG-1c2a3b4d-0000-1111-2222-333344445555", None),  # a slice: no memory of its own here
+    ],
+)
+def test_nvml_device_follows_cuda_visible_devices(cuda_index, visible, expected):
+    assert gpus.nvml_device(cuda_index, visible) == expected
+
+
+def test_no_nvml_means_no_local_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert gpus.local_gpu() is None
+    assert gpus.device_used_bytes() is None
