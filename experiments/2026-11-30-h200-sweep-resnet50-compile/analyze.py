@@ -1,6 +1,6 @@
 """The benchmark's numbers from raw/: the sweep against the grid (issue 3's a, b and c).
 
-python3 analyze.py > summary.txt
+python3 analyze.py > summary.txt   (also writes raw/grid.jsonl, the assembled grid)
 
 The grid: for each of the 48 specs, the grid lanes' measurement (raw/grid-0.sqlite,
 raw/grid-1.sqlite), or the sweep's (raw/sweep.sqlite) where no lane measured it (bench.py).
@@ -37,6 +37,9 @@ def main() -> None:
     for h, r in swept.items():
         grid.setdefault(h, (r, "sweep"))
     rows = list(grid.values())
+    with (RAW / "grid.jsonl").open("w") as sink:  # for ../2026-11-30-h200-sweep/replay.py
+        for r, source in rows:
+            sink.write(json.dumps({"source": source, **r.to_dict()}) + "\n")
     sweep = json.loads((RAW / "sweep.json").read_text())
 
     def fits(r) -> bool:
@@ -77,10 +80,11 @@ def main() -> None:
               f"{r.memory.device_peak_bytes / GiB:6.2f} GiB  ({source})")  # fmt: skip
 
     print("\nspecs both the sweep and a lane measured (sweep ran beside lane 1):")
-    for h, r in swept.items():
-        other, lane = grid[h]
-        if lane != "sweep":
-            print(f"  {describe(r.spec):48} sweep {r.throughput.samples_per_s:6.0f}/s, {lane} "
+    twice = [(r, *grid[h]) for h, r in swept.items() if grid[h][1] != "sweep"]
+    if not twice:
+        print("  none")
+    for r, other, lane in twice:
+        print(f"  {describe(r.spec):48} sweep {r.throughput.samples_per_s:6.0f}/s, {lane} "
                   f"{other.throughput.samples_per_s:6.0f}/s "
                   f"({other.throughput.samples_per_s / r.throughput.samples_per_s - 1:+.1%})")  # fmt: skip
 
@@ -96,10 +100,19 @@ def main() -> None:
     compiled = [r.wall_s for r, _ in rows if r.spec.compile]
     eager = [r.wall_s for r, _ in rows if not r.spec.compile]
     print(f"  trial wall, median: eager {statistics.median(eager):.0f} s, compiled "
-          f"{statistics.median(compiled):.0f} s (cold or warm by twin order)")  # fmt: skip
+          f"{statistics.median(compiled):.0f} s (each cache grows as its lane or sweep goes)")  # fmt: skip
+    earlier = {}
+    for line in (RAW.parent.parent / "2026-11-30-h200-sweep-resnet50-48/raw/grid.jsonl").open():
+        row = json.loads(line)
+        earlier[row["spec"]["hash"]] = row
+    ratios = [r.throughput.samples_per_s / earlier[r.spec.hash]["throughput"]["samples_per_s"]
+              for r, _ in rows if r.spec.hash in earlier]  # fmt: skip
+    print(f"\nthe {len(ratios)} eager specs also in the 48-spec grid (another H200, earlier this "
+          f"day): samples/s here against there, median {statistics.median(ratios) - 1:+.1%}, "
+          f"{min(ratios) - 1:+.1%} to {max(ratios) - 1:+.1%}")  # fmt: skip
     contexts = {lane: statistics.median(r.memory.context_bytes / GiB for r in rs if r.memory)
                 for lane, rs in lanes.items()}  # fmt: skip
-    print(f"\nCUDA context, median per lane (NVML through CUDA_VISIBLE_DEVICES): "
+    print("\nCUDA context, median per lane (NVML through CUDA_VISIBLE_DEVICES): "
           + ", ".join(f"{k} {v:.2f} GiB" for k, v in contexts.items()))  # fmt: skip
 
 
