@@ -9,6 +9,7 @@ from replaying the fake step through the caching allocator's model under the tar
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -38,6 +39,11 @@ class Calibration:
     peak_offset: tuple[float, float] | None
     peak_ratio: float  # ... else measured / estimated (median)
     reserved_factor: float  # steady peak reserved / steady peak allocated (median)
+    # steady peak reserved / the fake step replayed through the allocator's model (median), where
+    # it spreads less over the alike trials than the factor does: the replay follows the
+    # fragmentation the step's own sequence makes (checkpointed gpt2 holds 1.2-1.6x its peak),
+    # but sees neither cuDNN's workspaces nor expandable segments.
+    replay_ratio: float | None
     context_bytes: int  # measured beyond-allocator bytes (median)
     # |estimated / measured - 1| of the alike trials' steady device peak, uncorrected
     error_median: float
@@ -52,8 +58,10 @@ class Estimate:
     context_bytes: int
     reserved_factor: float
     peak_allocated_bytes: int  # the steady state's, corrected by calibration where there is one
-    # the steady state's peak allocated x reserve factor + context. Not the first steps': cuDNN's
-    # benchmark workspaces there take only what is free (experiments/2026-11-30-h200-memory).
+    # the steady state's: peak allocated x reserve factor, or the replayed step x replay ratio
+    peak_reserved_bytes: int
+    # peak reserved + context. Not the first steps': cuDNN's benchmark workspaces there take only
+    # what is free (experiments/2026-11-30-h200-memory).
     device_peak_bytes: int
     largest_batch: int | None  # the largest micro batch whose device peak fits the target
     calibration: Calibration | None
@@ -84,7 +92,7 @@ class Estimate:
                 "optimizer_state_bytes": s.optimizer_state_bytes,
                 "inputs_bytes": s.inputs_bytes,
                 "peak_allocated_bytes": self.peak_allocated_bytes,
-                "peak_reserved_bytes": int(self.peak_allocated_bytes * self.reserved_factor),
+                "peak_reserved_bytes": self.peak_reserved_bytes,
                 "device_peak_bytes": self.device_peak_bytes,
             },
             "target": dataclasses.asdict(self.target),
@@ -102,19 +110,20 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     corrections = _Corrections.of(spec, history)
     b = spec.batch_size
     peak = int(corrections.allocated(step.peak_allocated_bytes, b))
+    reserved = corrections.steady_reserved(spec, step)
     largest = _largest_batch(spec, target, corrections)
     if corrections.device_peak(step.update_peak_bytes, b) > target.allowed_bytes:
         largest = 0  # the optimizer step alone does not fit
     return Estimate(
-        spec, target, step, corrections.context, corrections.factor, peak,
-        corrections.device_peak(step.peak_allocated_bytes, b), largest, corrections.calibration,
+        spec, target, step, corrections.context, corrections.factor, peak, reserved,
+        reserved + corrections.context, largest, corrections.calibration,
     )  # fmt: skip
 
 
 def device_peak(spec: TrialSpec, history: Sequence[TrialResult] = ()) -> int:
     """Just the device peak of one spec (the sweep's question before it spends GPU time)."""
     corrections = _Corrections.of(spec, history)
-    return corrections.device_peak(fake_step(spec).peak_allocated_bytes, spec.batch_size)
+    return corrections.steady_reserved(spec, fake_step(spec)) + corrections.context
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +158,14 @@ class _Corrections:
         if c is None:
             return cls(None, DEFAULT_RESERVED_FACTOR[spec.checkpointing], DEFAULT_CONTEXT_BYTES)
         return cls(c, c.reserved_factor, c.context_bytes)
+
+    def steady_reserved(self, spec: TrialSpec, step: FakeStep) -> int:
+        """The steady state's peak reserved: the replayed step by the replay ratio where the
+        calibration keeps one, else the peak allocated by the reserve factor."""
+        c = self.calibration
+        if c is not None and c.replay_ratio is not None:
+            return int(_replayed(spec) * c.replay_ratio)
+        return int(self.allocated(step.peak_allocated_bytes, spec.batch_size) * self.factor)
 
     def allocated(self, estimated: float, batch: int) -> float:
         """The fake run's peak allocated at a batch, as the device would see it."""
@@ -244,7 +261,7 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
     if not measured:
         return None
     alike = _most_alike(spec, measured)[:30]
-    errors, ratios, factors, missed = [], [], [], []
+    errors, ratios, factors, missed, replays = [], [], [], [], []
     for r in alike:
         assert r.memory is not None
         fake, real = fake_step(r.spec).peak_allocated_bytes, r.memory.steady_peak_allocated_bytes
@@ -253,6 +270,8 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
         ratios.append(real / fake)
         missed.append((r.spec.batch_size, real - fake))
         factors.append(r.memory.steady_peak_reserved_bytes / r.memory.steady_peak_allocated_bytes)
+        if not r.spec.expandable_segments:
+            replays.append(r.memory.steady_peak_reserved_bytes / _replayed(r.spec))
     contexts = [r.memory.context_bytes for r in measured[:30] if r.memory is not None]
     line = fit(missed)  # None where the alike trials have one batch
     return Calibration(
@@ -260,10 +279,27 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
         peak_offset=(line.fixed_bytes, line.bytes_per_sample) if line else None,
         peak_ratio=statistics.median(ratios),
         reserved_factor=statistics.median(factors),
+        replay_ratio=_replay_ratio(spec, replays, factors),
         context_bytes=int(statistics.median(contexts)),
         error_median=statistics.median(errors),
         error_worst=max(errors),
     )
+
+
+def _replay_ratio(spec: TrialSpec, replays: list[float], factors: list[float]) -> float | None:
+    """The median ratio of measured to replayed reserve, kept where the spec has no expandable
+    segments (the model has none) and two or more alike trials spread it less than the factor."""
+    if spec.expandable_segments or len(replays) < 2:
+        return None
+    if max(replays) / min(replays) >= max(factors) / min(factors):
+        return None
+    return statistics.median(replays)
+
+
+@functools.lru_cache(maxsize=1024)
+def _replayed(spec: TrialSpec) -> int:
+    """The spec's fake step replayed through the allocator's model: its steady peak reserved."""
+    return replayed_reserved(fake_step(spec))
 
 
 def steady_device_peak(r: TrialResult) -> int:

@@ -219,8 +219,11 @@ class _CudaAutocast(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        if func is F.cross_entropy:  # autocast runs its log_softmax into fp32 and nll_loss in fp32
-            return F.nll_loss(F.log_softmax(args[0], 1, dtype=torch.float32), args[1])
+        if func is F.cross_entropy:
+            # cross_entropy asks log_softmax for the input's own dtype, so autocast leaves it in
+            # 16 bits; nll_loss is on its fp32 list: a 32-bit copy of the log-probabilities.
+            # (Seen in the H200's allocation trace: experiments/2026-11-30-h200-reserve.)
+            return F.nll_loss(_cast(F.log_softmax(args[0], 1), torch.float32), args[1])
         if name in COMPOSITES:
             return _inside(self, func, args, kwargs)
         if name in LOWER_PRECISION:

@@ -51,6 +51,13 @@ def peak_correction(c: Calibration) -> str:
     return f"{sign[fixed >= 0]}{gib(abs(fixed))} {sign[per_sample >= 0]} {slope} per sample"
 
 
+def reserve_correction(c: Calibration) -> str:
+    """How calibration turns the peak allocated into the peak reserved, in words."""
+    if c.replay_ratio is not None:
+        return f"the step replayed through the allocator model x{c.replay_ratio:.2f}"
+    return f"x{c.reserved_factor:.2f} the peak allocated"
+
+
 def describe(result: TrialResult) -> str:
     return describe_spec(result.spec)
 
@@ -392,10 +399,7 @@ def estimate_report(e: Estimate) -> Group:
         ("activations", s.activations_bytes),
         ("inputs", s.inputs_bytes),
         ("peak allocated", e.peak_allocated_bytes),
-        (
-            f"peak reserved (x{e.reserved_factor:.2f})",
-            int(e.peak_allocated_bytes * e.reserved_factor),
-        ),
+        ("peak reserved", e.peak_reserved_bytes),
         ("device peak (reserved + context)", e.device_peak_bytes),
     ]:
         table.add_row(label, gib(value))
@@ -421,7 +425,7 @@ def estimate_report(e: Estimate) -> Group:
             Text(
                 f"calibrated on {c.trials} measured trials: uncorrected error median "
                 f"{c.error_median:.1%}, worst {c.error_worst:.1%}; peak {peak_correction(c)}, "
-                f"reserve x{c.reserved_factor:.2f}, context {gib(c.context_bytes)}"
+                f"reserve {reserve_correction(c)}, context {gib(c.context_bytes)}"
             )
         )
     return Group(*lines)

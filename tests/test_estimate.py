@@ -96,6 +96,9 @@ def test_calibration_corrects_by_a_line_through_what_the_fake_run_missed():
         fake_step(at[32]).peak_allocated_bytes + missed[32], abs=2
     )
     assert e.reserved_factor == pytest.approx(1.25, rel=1e-3)
+    # a reserve that is one factor of the peak allocated: the factor explains it, the replay not
+    assert e.calibration.replay_ratio is None
+    assert e.peak_reserved_bytes == int(e.peak_allocated_bytes * e.reserved_factor)
     assert e.context_bytes == 500 * 2**20
     # one measured batch fixes no line: the measured / estimated ratio scales instead
     one = estimate(at[32], BIG, history[:1])
@@ -136,3 +139,29 @@ def test_estimate_bad_input_is_one_line(db_url):
     assert result.returncode == 2
     assert result.stderr.startswith("advisor: batch_size must be a positive integer")
     assert result.stderr.count("\n") == 1
+
+
+def test_calibration_replays_the_step_where_that_explains_the_reserve_better():
+    spec = spec_of("model=tiny_gpt2", "device=cuda", "batch_size=4", "checkpointing=blocks")
+    at = {b: dataclasses.replace(spec, batch_size=b) for b in (4, 8, 16)}
+    replayed = {b: replayed_reserved(fake_step(at[b])) for b in at}
+    history = []
+    for b in (4, 8):  # reserves that are the replayed step's x 1.1
+        trial = measured_as(at[b], fake_step(at[b]).peak_allocated_bytes)
+        assert trial.memory is not None
+        reserved = int(replayed[b] * 1.1)
+        memory = dataclasses.replace(
+            trial.memory, peak_reserved_bytes=reserved, steady_peak_reserved_bytes=reserved
+        )
+        history.append(dataclasses.replace(trial, memory=memory))
+    factors = [r.memory.steady_peak_reserved_bytes / r.memory.steady_peak_allocated_bytes
+               for r in history]  # fmt: skip
+    assert factors[0] != pytest.approx(factors[1], rel=1e-3)  # so no one factor explains them
+    e = estimate(at[16], BIG, history)
+    assert e.calibration is not None
+    assert e.calibration.replay_ratio == pytest.approx(1.1, rel=1e-3)
+    assert e.peak_reserved_bytes == pytest.approx(replayed[16] * 1.1, rel=1e-3)
+    assert e.device_peak_bytes == e.peak_reserved_bytes + e.context_bytes
+    # the allocator model has no expandable segments: there the factor stays
+    expandable = dataclasses.replace(at[16], expandable_segments=True)
+    assert estimate(expandable, BIG, history).calibration.replay_ratio is None
