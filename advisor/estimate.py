@@ -289,7 +289,7 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
 def _replay_ratio(spec: TrialSpec, replays: list[float], factors: list[float]) -> float | None:
     """The median ratio of measured to replayed reserve, kept where the spec has no expandable
     segments (the model has none) and two or more alike trials spread it less than the factor."""
-    if spec.expandable_segments or len(replays) < 2:
+    if spec.expandable_segments or len(replays) < 2 or min(replays) <= 0 or min(factors) <= 0:
         return None
     if max(replays) / min(replays) >= max(factors) / min(factors):
         return None
