@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -114,6 +115,10 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         cfg = load(overrides)
         base = trial_spec(cfg)
         target = search.target_of(cfg, base.device)
+        local = gpus.local_gpu() if base.device is Device.cuda else None
+        cap = search.trial_cap(target, local.memory_bytes if local else None)
+        if base.memory_cap_bytes is None and cap is not None:
+            base = dataclasses.replace(base, memory_cap_bytes=cap)
         space = space_of(cfg, overrides, base)
     except (ConfigError, SpecError) as error:
         fail(str(error))
@@ -136,12 +141,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     assert record.id is not None
     sweep_id = record.id
     optuna_study = study.open_study(cfg.study_db_url or study_url(), key)
-    # what earlier runs of this sweep used; confirmations under a cap are evidence, not points
-    earlier = [
-        (result, reused)
-        for result, reused in store.sweep_trials(sweep_id)
-        if result.spec.memory_cap_bytes == base.memory_cap_bytes
-    ]
+    earlier = store.sweep_trials(sweep_id)  # what earlier runs of this sweep used
     err.print(
         f"sweep {sweep_id}: {base.model.name} on {device_name} for {target.name} "
         f"({space.size()} points in the space)"
@@ -169,14 +169,16 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     results = list(sweeper.results.values())
     rec = recommend(results, target, space.effective_batch_size)
     confirmation = None
-    local = gpus.local_gpu() if base.device.value == "cuda" else None
-    while rec.best is not None and local and target.memory_bytes < local.memory_bytes:
-        with err.status(f"confirming under a cap of {report.gib(target.allowed_bytes)}"):
-            confirmation = search.confirm_under_cap(backend, rec.best, target)
-        store.link(sweep_id, confirmation.id or 0, False)
-        if confirmation.status.value == "ok":
+    while rec.best is not None and cap is not None:
+        if rec.best.spec.memory_cap_bytes == cap:  # measured under the cap: confirmed
+            confirmation = rec.best
             break
-        results = [r for r in results if r.spec.hash != rec.best.spec.hash]
+        with err.status(f"confirming under a cap of {report.gib(cap)}"):
+            confirmation = search.confirm_under_cap(backend, rec.best, cap)
+        store.link(sweep_id, confirmation.id or 0, False)
+        if confirmation.status is Status.ok:
+            break
+        results = [r for r in results if r.spec.uncapped != rec.best.spec.uncapped]
         rec = recommend(results, target, space.effective_batch_size)
     store.finish_sweep(sweep_id, reason)
     plot = Path(cfg.plot or f"advisor-sweep-{sweep_id}.png")

@@ -256,7 +256,7 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
     measured = [
         r for r in history
         if r.spec.model == spec.model and r.status is Status.ok and r.memory is not None
-        and r.spec.device is Device.cuda and r.spec.memory_cap_bytes is None
+        and r.spec.device is Device.cuda and not _squeezed(r)
     ]  # fmt: skip
     if not measured:
         return None
@@ -296,6 +296,14 @@ def _replay_ratio(spec: TrialSpec, replays: list[float], factors: list[float]) -
     return statistics.median(replays)
 
 
+def _squeezed(r: TrialResult) -> bool:
+    """Whether a trial's cap changed its reserve: the allocator reached the cap and gave its
+    cache back. Below the cap a capped trial allocates as an uncapped one does."""
+    if r.spec.memory_cap_bytes is None:
+        return False
+    return r.memory is None or r.memory.num_alloc_retries > 0
+
+
 @functools.lru_cache(maxsize=1024)
 def _replayed(spec: TrialSpec) -> int:
     """The spec's fake step replayed through the allocator's model: its steady peak reserved."""
@@ -313,7 +321,7 @@ def _most_alike(spec: TrialSpec, measured: list[TrialResult]) -> list[TrialResul
     fake run: all but the batch first, then precision (cuDNN's workspaces), checkpointing
     (recompute) and channels_last."""
     keys = [
-        lambda s: dataclasses.replace(s, batch_size=1, memory_cap_bytes=None).hash,
+        lambda s: dataclasses.replace(s.uncapped, batch_size=1).hash,
         lambda s: (s.precision, s.checkpointing, s.channels_last),
         lambda s: (s.precision, s.checkpointing),
         lambda s: s.precision,

@@ -19,8 +19,8 @@ from advisor.spec import TrialSpec
 
 
 def family_key(spec: TrialSpec) -> str:
-    """Specs with the same key differ only in micro batch size."""
-    return dataclasses.replace(spec, batch_size=1).hash
+    """Specs with the same key differ only in micro batch size (and the cap they ran under)."""
+    return dataclasses.replace(spec.uncapped, batch_size=1).hash
 
 
 @dataclasses.dataclass(frozen=True)

@@ -47,10 +47,9 @@ def recommend(
 ) -> Recommendation:
     ok = [
         r
-        for r in _newest_per_spec(results)
+        for r in _one_per_setting(results, target)
         if r.status is Status.ok and r.memory is not None and r.throughput is not None
         if effective_batch_size is None or r.spec.effective_batch_size == effective_batch_size
-        if r.spec.memory_cap_bytes is None  # runs under a cap confirm a setting; not candidates
     ]
     fitting = sorted((r for r in ok if target.fits(r)), key=_speed, reverse=True)
     thin = None
@@ -79,12 +78,20 @@ def pareto_front(results: Sequence[TrialResult]) -> list[TrialResult]:
     return front
 
 
-def _newest_per_spec(results: Sequence[TrialResult]) -> list[TrialResult]:
-    newest: dict[str, TrialResult] = {}
+def _one_per_setting(results: Sequence[TrialResult], target: Target) -> list[TrialResult]:
+    """The newest trial of each setting, whatever cap it ran under; but one that fits the
+    target first (a setting over it uncapped can fit under the target's cap, where the
+    allocator gives its cache back)."""
+    chosen: dict[str, TrialResult] = {}
     for r in results:
-        if r.spec.hash not in newest or (r.id or 0) > (newest[r.spec.hash].id or 0):
-            newest[r.spec.hash] = r
-    return list(newest.values())
+        key = r.spec.uncapped.hash
+        if key not in chosen or _rank(r, target) > _rank(chosen[key], target):
+            chosen[key] = r
+    return list(chosen.values())
+
+
+def _rank(r: TrialResult, target: Target) -> tuple[bool, int]:
+    return r.status is Status.ok and target.fits(r), r.id or 0
 
 
 def _speed(r: TrialResult) -> float:

@@ -257,12 +257,12 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
     )
     if confirmation is not None:
         cap = gib(confirmation.spec.memory_cap_bytes)
-        lines.append(
-            Text(
-                f"confirmed under a cap of {cap} on the local GPU: "
-                f"{confirmation.status.value} (trial {confirmation.id})"
-            )
+        how = (
+            "its trial ran"
+            if confirmation.id == best.id
+            else f"confirmed: {confirmation.status.value} (trial {confirmation.id})"
         )
+        lines.append(Text(f"under a cap of {cap} on the local GPU, as on the target: {how}"))
     if rec.thin:
         lines.append(Text(f"caution: {rec.thin}", style="yellow"))
     if not target.name.startswith("local"):

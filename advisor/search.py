@@ -29,6 +29,7 @@ from optuna.trial import TrialState
 
 from advisor import gpus, throughput_model
 from advisor.config import MeasureConfig
+from advisor.estimate import DEFAULT_CONTEXT_BYTES
 from advisor.memory_model import AffineFit, Target, family_key, fit
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
@@ -468,9 +469,17 @@ def target_of(cfg: DictConfig, device: Device) -> Target:
     return Target(name=name, memory_bytes=memory, margin=cfg.margin)
 
 
-def confirm_under_cap(backend: Backend, result: TrialResult, target: Target) -> TrialResult:
-    """Run a spec again with the local GPU's allocator capped to what the target allows, less
-    the CUDA context (the cap does not cover it): does it really fit the smaller GPU?"""
-    assert result.memory is not None
-    cap = target.allowed_bytes - result.memory.context_bytes
+def trial_cap(target: Target, local_memory_bytes: int | None) -> int | None:
+    """The cap every trial runs under when the target GPU is smaller than the local one: what
+    the target allows less a CUDA context (the cap covers only the allocator). Near the cap the
+    allocator gives its cache back and retries, as it would on the target's full memory, so a
+    trial that runs under the cap fits the target; the recommended one needs no second run."""
+    if local_memory_bytes is None or target.memory_bytes >= local_memory_bytes:
+        return None
+    return target.allowed_bytes - DEFAULT_CONTEXT_BYTES
+
+
+def confirm_under_cap(backend: Backend, result: TrialResult, cap: int) -> TrialResult:
+    """Run a setting measured without the cap (history) again under it: does it really fit the
+    smaller GPU?"""
     return backend.measure(dataclasses.replace(result.spec, memory_cap_bytes=cap))

@@ -122,7 +122,8 @@ class Space:
         )
 
     def params(self, spec: TrialSpec) -> dict[str, Choice] | None:
-        """The point of the space that names this spec, or None if it lies outside."""
+        """The point of the space that names this spec's setting (whatever cap it ran under),
+        or None if it lies outside."""
         if spec.optimizer.name not in self.optimizers:
             return None
         values: dict[str, Choice] = {
@@ -137,7 +138,7 @@ class Space:
         }
         params = {k: values[k] for k in self.distributions}
         inside = all(values[k] in choices for k, choices in self.axes.items())
-        if not inside or self.spec(params) != spec:
+        if not inside or self.spec(params).uncapped != spec.uncapped:
             return None
         return params
 

@@ -95,6 +95,11 @@ class TrialSpec:
     def effective_batch_size(self) -> int:
         return self.batch_size * self.grad_accum
 
+    @property
+    def uncapped(self) -> TrialSpec:
+        """The training setting alone: this spec without the cap it was measured under."""
+        return dataclasses.replace(self, memory_cap_bytes=None)
+
     def to_dict(self) -> dict[str, Any]:
         return plain(dataclasses.asdict(self))
 

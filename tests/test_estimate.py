@@ -176,3 +176,17 @@ def test_calibration_replays_the_step_where_that_explains_the_reserve_better():
     # the allocator model has no expandable segments: there the factor stays
     expandable = dataclasses.replace(at[16], expandable_segments=True)
     assert estimate(expandable, BIG, history).calibration.replay_ratio is None
+
+
+def test_calibration_takes_capped_trials_that_stayed_below_their_cap():
+    spec = spec_of("model=tiny_gpt2", "device=cuda", "batch_size=4")
+    trial = measured_as(spec, fake_step(spec).peak_allocated_bytes, reserve=1.5)
+    assert trial.memory is not None
+    capped = dataclasses.replace(trial, spec=dataclasses.replace(spec, memory_cap_bytes=2**30))
+    e = estimate(spec, BIG, [capped])
+    assert e.calibration is not None and e.reserved_factor == pytest.approx(1.5, rel=1e-3)
+    # the allocator reached the cap and gave its cache back: the reserve says nothing of the spec
+    squeezed = dataclasses.replace(
+        capped, memory=dataclasses.replace(trial.memory, num_alloc_retries=3)
+    )
+    assert estimate(spec, BIG, [squeezed]).calibration is None

@@ -63,3 +63,28 @@ def test_gpu_out_of_memory_is_a_result_with_phase_and_request():
 def test_knobs_run_on_the_gpu(overrides):
     result = measured("model=tiny_cnn", "device=cuda", "batch_size=32", *overrides)
     assert result.memory.activations_bytes > 0 and result.throughput.samples_per_s > 0
+
+
+def test_a_sweep_for_a_smaller_gpu_runs_its_trials_under_the_targets_cap(db_url, tmp_path):
+    import json
+
+    from test_cli import advisor
+
+    from advisor.estimate import DEFAULT_CONTEXT_BYTES
+    from advisor.store.store import Store
+
+    sweep = advisor(
+        "sweep", "model=tiny_cnn", "device=cuda", "gpu.memory=2GiB", "trials=3",
+        "space.batch_sizes=[64,256]", "space.precision=[bf16]", "space.compile=[false]",
+        "space.expandable_segments=[false]", "measure.min_timed_steps=3",
+        "measure.max_timed_s=0.5", f"study_db_url=sqlite:///{tmp_path / 'o.sqlite'}", "--json",
+        db_url=db_url,
+    )  # fmt: skip
+    assert sweep.returncode == 0, sweep.stderr
+    answer = json.loads(sweep.stdout)
+    cap = int(2 * 2**30 * 0.95) - DEFAULT_CONTEXT_BYTES
+    trials = Store(db_url).trials()
+    assert trials and all(r.spec.memory_cap_bytes == cap for r in trials)
+    # the recommended trial ran under the cap: it is its own confirmation, not run again
+    assert answer["confirmation"]["id"] == answer["recommendation"]["id"]
+    assert answer["recommendation"]["spec"]["memory_cap_bytes"] == cap

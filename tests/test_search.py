@@ -10,6 +10,7 @@ from fake_backend import CAPACITY, FakeBackend, GiB, line, peak
 
 from advisor import search, study
 from advisor.config import load, trial_spec
+from advisor.estimate import DEFAULT_CONTEXT_BYTES
 from advisor.memory_model import Target, fit
 from advisor.recommend import recommend
 from advisor.result import Status
@@ -262,16 +263,49 @@ def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_ur
     assert huge not in backend.calls
 
 
-def test_runs_under_a_cap_confirm_but_are_not_recommended(db_url, study_url):
+def test_trials_run_under_the_target_cap_only_when_the_target_is_smaller():
+    target = Target("24 GiB", 24 * GiB, 0.05)
+    assert search.trial_cap(target, None) is None  # no local GPU: nothing to cap
+    assert search.trial_cap(target, 24 * GiB) is None  # the local GPU is the target's size
+    assert search.trial_cap(target, 141 * GiB) == target.allowed_bytes - DEFAULT_CONTEXT_BYTES
+
+
+def test_a_sweep_under_a_cap_reuses_the_setting_measured_without_one(db_url, study_url, tmp_path):
+    store = Store(db_url)
+    first = FakeBackend(store)
+    uncapped, _ = make_sweeper(store, first, study_url, "space.optimizers=[adamw]")
+    uncapped.run(trials=4, minutes=None, patience=100)
+    # The same space for a smaller target, each trial under its cap: history is reused as is.
+    cap = 20 * GiB
+    second = FakeBackend(store)
+    capped, target = make_sweeper(
+        store, second, f"sqlite:///{tmp_path / 'o2.sqlite'}", "space.optimizers=[adamw]",
+        f"memory_cap={cap}",
+    )  # fmt: skip
+    capped.warm_start(store.trials())
+    assert len(capped.study.trials) == 4  # the space names the uncapped trials' settings
+    capped.study.enqueue_trial(capped.space.params(first.calls[0]))
+    capped.run(trials=6, minutes=None, patience=100)
+    assert capped.progress.steps[0].how == "history"
+    assert second.calls and all(s.memory_cap_bytes == cap for s in second.calls)
+    assert not {s.uncapped.hash for s in second.calls} & {s.hash for s in first.calls}
+
+
+def test_a_trial_under_the_cap_is_the_settings_evidence_for_the_target(db_url, study_url):
     store = Store(db_url)
     sweeper, target = make_sweeper(store, FakeBackend(store), study_url)
     sweeper.run(trials=6, minutes=None, patience=100)
     results = list(sweeper.results.values())
     best = recommend(results, target).best
+    assert best is not None and best.memory is not None and best.throughput is not None
+    faster = dataclasses.replace(best.throughput, samples_per_s=1e9)
+    over = dataclasses.replace(best.memory, device_peak_bytes=target.allowed_bytes + 1)
+    # uncapped, a faster setting was over the target; under the target's cap it fit
+    setting = dataclasses.replace(best.spec, batch_size=best.spec.batch_size + 1)
+    uncapped = dataclasses.replace(best, spec=setting, memory=over, throughput=faster, id=10_001)
     capped = dataclasses.replace(
-        best,
-        spec=dataclasses.replace(best.spec, memory_cap_bytes=target.allowed_bytes),
-        throughput=dataclasses.replace(best.throughput, samples_per_s=1e9),
-        id=10_000,
-    )
-    assert recommend([*results, capped], target).best == best
+        best, spec=dataclasses.replace(setting, memory_cap_bytes=target.allowed_bytes),
+        throughput=faster, id=10_000,
+    )  # fmt: skip
+    assert recommend([*results, uncapped], target).best == best
+    assert recommend([*results, uncapped, capped], target).best == capped

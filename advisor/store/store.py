@@ -107,18 +107,25 @@ class Store:
             return None if row is None else _result(row)
 
     def measured_before(self, spec: TrialSpec, device_name: str, torch: str) -> TrialResult | None:
-        """The newest ok or oom result of this spec on this kind of device and torch version."""
-        query = (
-            select(TrialRow)
-            .join(TrialRow.environment)
-            .where(TrialRow.spec_hash == spec.hash, TrialRow.status.in_(["ok", "oom"]))
-            .where(EnvironmentRow.device_name == device_name, EnvironmentRow.torch == torch)
-            .order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
-            .limit(1)
-        )
-        with self._session() as session:
-            row = session.scalar(query)
-            return None if row is None else _result(row)
+        """The newest ok or oom result of this spec on this kind of device and torch version;
+        for a spec under a cap, else of its setting measured without one: below the cap that
+        trial ran as it would have under it, and above it the sweep judges the setting over the
+        target without trying it under the cap."""
+        hashes = [spec.hash] if spec.memory_cap_bytes is None else [spec.hash, spec.uncapped.hash]
+        for spec_hash in hashes:
+            query = (
+                select(TrialRow)
+                .join(TrialRow.environment)
+                .where(TrialRow.spec_hash == spec_hash, TrialRow.status.in_(["ok", "oom"]))
+                .where(EnvironmentRow.device_name == device_name, EnvironmentRow.torch == torch)
+                .order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
+                .limit(1)
+            )
+            with self._session() as session:
+                row = session.scalar(query)
+                if row is not None:
+                    return _result(row)
+        return None
 
     def open_sweep(self, sweep: Sweep) -> Sweep:
         """The stored sweep with this key (to resume it), or this one, stored anew."""
