@@ -6,7 +6,8 @@ infeasible trial, so the sampler learns where the wall is. Before any GPU time i
 - a spec measured before in this environment is reused;
 - a batch at or above one that did not fit (same other knobs) is infeasible without running;
 - a family's fitted memory line (memory_model) that clearly puts a spec over budget skips it;
-- without a line yet, so does the fake-tensor estimate (advisor estimate), by a wider margin.
+- without a line yet, so does the fake-tensor estimate (advisor estimate), by a wider margin,
+  for an eager spec (the estimate runs the eager model: compiled, memory is often far less).
 Before the sampler's own trials come designed ones (see Sweeper._design_next), and after a spec
 fits, the same family at the largest batch predicted to fit (by the estimate calibrated on what
 was measured, else the line; with neither, the next batch up) is queued next: throughput
@@ -298,8 +299,10 @@ class Sweeper:
         ruled_out = self._ruled_out(spec)
         if ruled_out is not None:
             return ruled_out
-        if self._fit(family_key(spec)) is None and self.estimate is not None:
-            # no line for this family yet: ask the estimate
+        if self._fit(family_key(spec)) is None and self.estimate is not None and not spec.compile:
+            # no line for this family yet: ask the estimate. Not for a compiled spec: the fake
+            # step runs the eager model, and inductor keeps far fewer activations (gpt2 at batch
+            # 32 on the H200: 30.1 GiB compiled, 55 eager; experiments/2026-11-30-h200-sweep-capped)
             estimated = self.estimate.device_peak(spec, list(self.results.values()))
             if self.target.excess(estimated) > CLEARLY_OVER_ESTIMATE:
                 reason = f"estimated at {estimated / 2**30:.1f} GiB without running"

@@ -34,6 +34,7 @@ import dataclasses
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -122,6 +123,24 @@ def run_long_check(home: Path, name: str) -> None:
           f"{t.timed_steps if t else 0} timed steps", flush=True)  # fmt: skip
 
 
+def logged() -> set[str]:
+    """The grid specs the first device command measured (raw/run1-lane*.log): its results
+    databases were lost with the machine's working tree (device.sh had lost its arguments, so
+    WORK was the repository root), not its logs."""
+    done = set()
+    for log in (Path(__file__).parent / "raw").glob("run1-lane*.log"):
+        for line in log.read_text().splitlines():
+            m = re.match(r"lane \d grid b(\d+) (\w+) (\w+) compile=(\w+) es=(\w+):", line)
+            if m:
+                b, ckpt, opt, compiled, es = m.groups()
+                done.add(trial_spec(load(
+                    ["model=gpt2", "device=cuda", "precision=bf16", f"batch_size={b}",
+                     f"checkpointing={ckpt}", f"optimizer={opt}", f"compile={compiled}",
+                     f"expandable_segments={es}", f"memory_cap={cap('gpt2')}"]
+                )).hash)  # fmt: skip
+    return done
+
+
 def run_grid(work: Path, lane: int, deadline: float) -> None:
     home = work / "gpt2"
     home.mkdir(parents=True, exist_ok=True)
@@ -130,7 +149,7 @@ def run_grid(work: Path, lane: int, deadline: float) -> None:
     swept = set()
     if (home / "sweep.json").exists():
         swept = {r.spec.hash for r in Store(f"sqlite:///{home / 'sweep.sqlite'}").trials()}
-    mine = {r.spec.hash for r in store.trials()}
+    mine = {r.spec.hash for r in store.trials()} | logged()
     (home / "claims").mkdir(exist_ok=True)
     for pair in twin_pairs():
         specs = [trial_spec(load(o)) for o in pair]

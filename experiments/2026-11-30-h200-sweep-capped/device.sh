@@ -4,6 +4,8 @@
 # grid trial starts after SECONDS_LEFT from now. Rerun it to go on; WORK keeps the state while
 # the machine stays warm. The device command then packs WORK (less the compile caches) into $OUT.
 #   bash device.sh WORK PART0 PART1 SECONDS_LEFT
+WORK=$1 PART0=$2 PART1=$3 LEFT=$4
+[ -n "$LEFT" ] || { echo "usage: device.sh WORK PART0 PART1 SECONDS_LEFT" >&2; exit 2; }
 HERE=experiments/2026-11-30-h200-sweep-capped
 DEADLINE=$(($(date +%s) + LEFT))
 mkdir -p "$WORK"
