@@ -67,18 +67,19 @@ def test_knobs_run_on_the_gpu(overrides):
 
 def test_a_sweep_for_a_smaller_gpu_runs_its_trials_under_the_targets_cap(db_url, tmp_path):
     import json
-
-    from test_cli import advisor
+    import subprocess
+    import sys
 
     from advisor.estimate import DEFAULT_CONTEXT_BYTES
     from advisor.store.store import Store
 
-    sweep = advisor(
-        "sweep", "model=tiny_cnn", "device=cuda", "gpu.memory=2GiB", "trials=3",
-        "space.batch_sizes=[64,256]", "space.precision=[bf16]", "space.compile=[false]",
-        "space.expandable_segments=[false]", "measure.min_timed_steps=3",
-        "measure.max_timed_s=0.5", f"study_db_url=sqlite:///{tmp_path / 'o.sqlite'}", "--json",
-        db_url=db_url,
+    sweep = subprocess.run(
+        [sys.executable, "-m", "advisor", "sweep", "model=tiny_cnn", "device=cuda",
+         "gpu.memory=2GiB", "trials=3", "space.batch_sizes=[64,256]", "space.precision=[bf16]",
+         "space.compile=[false]", "space.expandable_segments=[false]",
+         "measure.min_timed_steps=3", "measure.max_timed_s=0.5", f"db_url={db_url}",
+         f"study_db_url=sqlite:///{tmp_path / 'o.sqlite'}", "--json"],
+        capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert sweep.returncode == 0, sweep.stderr
     answer = json.loads(sweep.stdout)

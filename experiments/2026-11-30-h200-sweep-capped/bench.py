@@ -12,7 +12,10 @@ checkpointing {none, blocks} x optimizer {adamw (foreach), adamw_fused} x compil
 x expandable_segments {false, true}; target gpu.memory=40GiB, default margin. The grid runs the
 same 48 specs under the same cap as the sweep's trials, so "fits" means the same in both.
 
-resnet50-compile (again): the sweep alone, with the new code, over the 48-spec space of
+resnet50-48 (again, PART sweep-r50-48): the sweep alone, with the new code, over the space of
+../2026-11-30-h200-sweep-resnet50-48 (eager), set against that grid (uncapped, another H200).
+
+resnet50-compile (again, not run: no device time left): the sweep alone, with the new code, over the 48-spec space of
 ../2026-11-30-h200-sweep-resnet50-compile, whose grid (measured uncapped, on another H200 of
 this day) it is set against.
 
@@ -59,8 +62,14 @@ SPACES = {
         "space.channels_last=[false,true]", "space.grad_accum=[1]", "space.optimizers=[adamw]",
         "space.compile=[false,true]", "space.expandable_segments=[false,true]",
     ],
+    "r50-48": [
+        "model=resnet50", "device=cuda", "gpu.memory=24GiB", "space.batch_sizes=[128,256,512]",
+        "space.precision=[bf16,fp16]", "space.checkpointing=[none,blocks]",
+        "space.channels_last=[false,true]", "space.grad_accum=[1]", "space.optimizers=[adamw]",
+        "space.compile=[false]", "space.expandable_segments=[false,true]",
+    ],
 }  # fmt: skip
-BUDGET = {"gpt2": 40 * GiB, "r50": 24 * GiB}
+BUDGET = {"gpt2": 40 * GiB, "r50": 24 * GiB, "r50-48": 24 * GiB}
 COMPILE_THREADS = "16"
 
 
