@@ -51,6 +51,21 @@ def steady_replay(events: list, start: int, dropped: set[int]) -> int:
     return peak
 
 
+def transient_indices(events: list) -> list[int]:
+    """Allocations of 32 MiB or more freed before the next allocation of 1 MiB or more."""
+    found = []
+    for i, e in enumerate(events):
+        if e[0] != "alloc" or e[2] < 32 * MiB:
+            continue
+        for after in events[i + 1 :]:
+            if after[0] == "alloc" and after[2] >= MiB:
+                break
+            if after[0] == "free_completed" and after[1] == e[1]:
+                found.append(i)
+                break
+    return found
+
+
 def main() -> None:
     for path in sorted(RAW.glob("stacks-*.json.gz")):
         with gzip.open(path, "rt") as source:
@@ -72,27 +87,16 @@ def main() -> None:
             if real[size] != faked[size]:
                 print(f"  {size / MiB:9.2f}: {real[size]:4d} / {faked[size]:4d}")
         transients: collections.Counter[tuple[float, str]] = collections.Counter()
-        backward: set[int] = set()
-        for i, e in enumerate(step):
-            if e[0] != "alloc" or e[2] < 32 * MiB:
-                continue
-            for after in step[i + 1 :]:
-                if after[0] == "alloc" and after[2] >= MiB:
-                    break
-                if after[0] == "free_completed" and after[1] == e[1]:
-                    transients[(round(e[2] / MiB, 2), e[3].split(" < ")[0] or "backward")] += 1
-                    backward |= {marks[2] + i} if not e[3] else set()
-                    break
+        for i in transient_indices(step):
+            e = step[i]
+            transients[(round(e[2] / MiB, 2), e[3].split(" < ")[0] or "backward")] += 1
         print("transients >= 32 MiB (MiB, where: count):")
         for (size, where), n in sorted(transients.items(), reverse=True):
             print(f"  {size:9.2f} {where}: {n}")
-        # the same transients in every step: drop them from steps 2-4 (indices by step offset)
-        offsets = {i - marks[2] for i in backward}
-        dropped = {m + o for m in marks[1:4] for o in offsets if m + o < len(events)}
-        dropped = {i for i in dropped if events[i][0] == "alloc" and not events[i][3]}
+        dropped = {marks[1] + i for i in transient_indices(events[marks[1] :])}
         print(f"steady peak reserved, GiB: real {trace['steady_peak_reserved'] / 2**30:.2f}; "
               f"model on the real trace {steady_replay(events, marks[1], set()) / 2**30:.2f}, "
-              f"without the backward transients >= 32 MiB "
+              f"without the transients >= 32 MiB "
               f"{steady_replay(events, marks[1], dropped) / 2**30:.2f}; fake step replayed "
               f"{replayed_reserved(fake) / 2**30:.2f}")  # fmt: skip
         print()
