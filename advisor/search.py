@@ -5,6 +5,7 @@ target's memory less a margin, given to Optuna with `trial.set_constraint`; an O
 infeasible trial, so the sampler learns where the wall is. Before any GPU time is spent on a spec:
 - a spec measured before in this environment is reused;
 - a batch at or above one that did not fit (same other knobs) is infeasible without running;
+- a setting that crashed at one batch is not run at another;
 - a family's fitted memory line (memory_model) that clearly puts a spec over budget skips it;
 - without a line yet, so does the fake-tensor estimate (advisor estimate), by a wider margin,
   for an eager spec (the estimate runs the eager model: compiled, memory is often far less).
@@ -98,7 +99,7 @@ class Step:
     """One spec the sweep considered and how it was settled."""
 
     spec: TrialSpec
-    how: str  # measured | history | oom-monotone | memory-model | estimate | repeat
+    how: str  # measured | history | oom-monotone | memory-model | estimate | crash-family | repeat
     result: TrialResult | None  # None when judged infeasible without running
     feasible: bool
     reason: str = ""
@@ -299,6 +300,9 @@ class Sweeper:
         ruled_out = self._ruled_out(spec)
         if ruled_out is not None:
             return ruled_out
+        crashed = self._crashed(spec)
+        if crashed is not None:
+            return crashed
         if self._fit(family_key(spec)) is None and self.estimate is not None and not spec.compile:
             # no line for this family yet: ask the estimate. Not for a compiled spec: the fake
             # step runs the eager model, and inductor keeps far fewer activations (gpt2 at batch
@@ -327,6 +331,18 @@ class Sweeper:
             if self.target.excess(predicted) > clearly:
                 reason = f"memory line predicts {predicted / 2**30:.1f} GiB"
                 return Step(spec, "memory-model", None, False, reason)
+        return None
+
+    def _crashed(self, spec: TrialSpec) -> Step | None:
+        """A setting that crashed at one batch crashes at the others: what fails is the code
+        path, not the memory (on the H200, gpt2 compiled with checkpointing crashed at every
+        batch; experiments/2026-11-30-h200-sweep-capped). Not a timeout, which can be the
+        batch's."""
+        family = family_key(spec)
+        for other in self.results.values():
+            if family_key(other.spec) == family and other.status is Status.crashed:
+                reason = f"crashed at batch {other.spec.batch_size} with the same other knobs"
+                return Step(spec, "crash-family", None, False, reason)
         return None
 
     def _most_promising(self) -> dict[str, Choice] | bool:

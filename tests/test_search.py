@@ -6,14 +6,14 @@ import dataclasses
 
 import optuna
 import pytest
-from fake_backend import CAPACITY, FakeBackend, GiB, line, peak
+from fake_backend import CAPACITY, ENVIRONMENT, FakeBackend, GiB, line, peak
 
 from advisor import search, study
 from advisor.config import load, trial_spec
 from advisor.estimate import DEFAULT_CONTEXT_BYTES
 from advisor.memory_model import Target, fit
 from advisor.recommend import recommend
-from advisor.result import Status
+from advisor.result import Failure, Phase, Status, TrialResult
 from advisor.space import space_of
 from advisor.store.store import Store
 
@@ -309,3 +309,30 @@ def test_a_trial_under_the_cap_is_the_settings_evidence_for_the_target(db_url, s
     )  # fmt: skip
     assert recommend([*results, uncapped], target).best == best
     assert recommend([*results, uncapped, capped], target).best == capped
+
+
+class CrashingBackend(FakeBackend):
+    """fp16 with checkpointing crashes at every batch, as a broken code path does."""
+
+    def measure(self, spec):
+        if spec.precision.value == "fp16" and spec.checkpointing.value == "blocks":
+            self.calls.append(spec)
+            failure = Failure(Phase.setup, None, "worker exited with code 1")
+            crash = TrialResult(spec, Status.crashed, ENVIRONMENT, None, None, failure, 1.0)
+            return self.store.add(crash)
+        return super().measure(spec)
+
+
+def test_a_setting_that_crashed_is_not_run_at_another_batch(db_url, study_url):
+    backend = CrashingBackend(Store(db_url))
+    sweeper, _ = make_sweeper(Store(db_url), backend, study_url, "space.optimizers=[adamw]")
+    crashing = trial_spec(load([*SPACE, "precision=fp16", "checkpointing=blocks"]))
+    for batch in (64, 128):
+        sweeper.study.enqueue_trial(
+            sweeper.space.params(dataclasses.replace(crashing, batch_size=batch))
+        )
+    sweeper.run(trials=2, minutes=None, patience=100)
+    first, second = sweeper.progress.steps[:2]
+    assert first.how == "measured" and first.result.status is Status.crashed
+    assert second.how == "crash-family" and not second.feasible
+    assert [s.batch_size for s in backend.calls if s.precision.value == "fp16"] == [64]
