@@ -4,10 +4,11 @@ trace_stacks.py), on this CPU-only machine.
     python3 stacks_compare.py > stacks_compare.txt
 
 For each traced spec: the third full step of the real trace (between its step markers) against
-advisor's fake step, as counts of allocations by size (>= 1 MiB, 512-byte rounded), where the two
+advisor's fake step (its passes, plus the optimizer update's temporaries as the replay adds
+them), as counts of allocations by size (>= 1 MiB, 512-byte rounded), where the two
 differ; then the real step's transients (an allocation freed before the next one of 1 MiB or more) of
-32 MiB or more, with the Python frame that made them (none: the autograd engine's thread,
-i.e. backward). Last, the whole real trace replayed through advisor/allocator.py, as is and
+32 MiB or more, with the Python frame that made them ("backward": none kept, as for the
+autograd engine's thread; the optimizer's frames are not kept either). Last, the whole real trace replayed through advisor/allocator.py, as is and
 without those transients: the peak reserved over steps 2-4 in each, beside the fake step's.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import collections
 import gzip
 import json
+import math
 from pathlib import Path
 
 from advisor.allocator import CachingAllocator
@@ -77,6 +79,10 @@ def main() -> None:
         fake = fake_step(spec)
         real = collections.Counter(rounded(e[2]) for e in step if e[0] == "alloc" and e[2] >= MiB)
         faked = collections.Counter(size for _, size in fake.trace if size >= MiB)
+        for k in range(math.ceil(fake.update_ratio)):  # the update's temporaries, as replayed
+            for size in fake.param_sizes:
+                if (scaled := rounded(int(size * min(1.0, fake.update_ratio - k)))) >= MiB:
+                    faked[scaled] += 1
         print(f"## {trace['spec']}")
         print(f"steady peak reserved {trace['steady_peak_reserved'] / 2**30:.2f} GiB; "
               f"allocations >= 1 MiB in one step: real {sum(real.values())} "
