@@ -20,6 +20,7 @@ from advisor.runner import run_trial
 from advisor.space import space_of
 from advisor.spec import Device, SpecError, TrialSpec
 from advisor.store.store import Store, StoreError, Sweep, study_url
+from advisor.target import target_of, trial_cap
 
 app = typer.Typer(
     help="Measure where GPU memory and time go in real PyTorch training steps.\n\n"
@@ -114,9 +115,9 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     try:
         cfg = load(overrides)
         base = trial_spec(cfg)
-        target = search.target_of(cfg, base.device)
+        target = target_of(cfg, base.device)
         local = gpus.local_gpu() if base.device is Device.cuda else None
-        cap = search.trial_cap(target, local.memory_bytes if local else None)
+        cap = trial_cap(target, local.memory_bytes if local else None)
         if base.memory_cap_bytes is None and cap is not None:
             base = dataclasses.replace(base, memory_cap_bytes=cap)
         space = space_of(cfg, overrides, base)
@@ -221,7 +222,7 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
             given if any(o.startswith("device=") for o in given) else ["device=cuda", *given]
         )
         base = trial_spec(cfg)
-        target = search.target_of(cfg, base.device)
+        target = target_of(cfg, base.device)
     except (ConfigError, SpecError) as error:
         fail(str(error))
     store = open_store(cfg.db_url)
@@ -254,7 +255,7 @@ def estimate_command(overrides: Overrides = None, as_json: JsonFlag = False) -> 
     try:
         cfg = load(["device=cuda", *(overrides or [])])  # the estimate is for a GPU
         spec = trial_spec(cfg)
-        target = search.target_of(cfg, spec.device)
+        target = target_of(cfg, spec.device)
     except (ConfigError, SpecError) as error:
         fail(str(error))
     store = open_store(cfg.db_url)

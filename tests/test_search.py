@@ -16,6 +16,7 @@ from advisor.recommend import recommend
 from advisor.result import Failure, Phase, Status, TrialResult
 from advisor.space import space_of
 from advisor.store.store import Store
+from advisor.target import target_of, trial_cap
 
 SPACE = [
     "model=resnet50",
@@ -33,7 +34,7 @@ def make_sweeper(store, backend, study_url, *extra, memory="24GiB"):
     cfg = load(overrides)
     base = trial_spec(cfg)
     space = space_of(cfg, overrides, base)
-    target = search.target_of(cfg, base.device)
+    target = target_of(cfg, base.device)
     key = study.sweep_key(space, target, "FAKE H200", "fake")
     optuna_study = study.open_study(study_url, key)
     return search.Sweeper(space, target, backend, optuna_study), target
@@ -252,7 +253,7 @@ def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_ur
     cfg = load(overrides)
     base = trial_spec(cfg)
     space = space_of(cfg, overrides, base)
-    target = search.target_of(cfg, base.device)
+    target = target_of(cfg, base.device)
     optuna_study = study.open_study(study_url, "estimate")
     sweeper = search.Sweeper(space, target, backend, optuna_study, estimate=PerfectEstimate())
     huge = dataclasses.replace(base, precision=base.precision.__class__("fp32"), batch_size=1024)
@@ -265,9 +266,9 @@ def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_ur
 
 def test_trials_run_under_the_target_cap_only_when_the_target_is_smaller():
     target = Target("24 GiB", 24 * GiB, 0.05)
-    assert search.trial_cap(target, None) is None  # no local GPU: nothing to cap
-    assert search.trial_cap(target, 24 * GiB) is None  # the local GPU is the target's size
-    assert search.trial_cap(target, 141 * GiB) == target.allowed_bytes - DEFAULT_CONTEXT_BYTES
+    assert trial_cap(target, None) is None  # no local GPU: nothing to cap
+    assert trial_cap(target, 24 * GiB) is None  # the local GPU is the target's size
+    assert trial_cap(target, 141 * GiB) == target.allowed_bytes - DEFAULT_CONTEXT_BYTES
 
 
 def test_a_sweep_under_a_cap_reuses_the_setting_measured_without_one(db_url, study_url, tmp_path):

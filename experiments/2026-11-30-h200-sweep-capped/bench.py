@@ -192,15 +192,15 @@ def run_grid(work: Path, lane: int, deadline: float) -> None:
 
 def check_hashes() -> None:
     """Here, without a GPU: the grid's specs are the sweep's (same hashes, same cap)."""
-    from advisor import search
     from advisor.space import space_of
+    from advisor.target import target_of, trial_cap
 
     overrides = SPACES["gpt2"]
     cfg = load(overrides)
     base = dataclasses.replace(trial_spec(cfg), memory_cap_bytes=cap("gpt2"))
     space = space_of(cfg, overrides, base)
-    target = search.target_of(cfg, base.device)
-    assert search.trial_cap(target, 150 * GiB) == cap("gpt2")
+    target = target_of(cfg, base.device)
+    assert trial_cap(target, 150 * GiB) == cap("gpt2")
     swept = {space.spec(p).hash for p in space.points()}
     grid = {trial_spec(load(o)).hash for pair in twin_pairs() for o in pair}
     assert swept == grid and len(grid) == 48, (len(swept), len(grid), len(swept & grid))

@@ -24,6 +24,7 @@ from advisor.result import Environment, Status, Throughput, TrialResult, memory_
 from advisor.space import space_of
 from advisor.spec import TrialSpec
 from advisor.study import open_study
+from advisor.target import target_of
 
 
 def space_of_bench(bench_dir: Path) -> list[str]:
@@ -76,7 +77,7 @@ def main() -> None:
     cfg = load(overrides)
     base = trial_spec(cfg)
     space = space_of(cfg, overrides, base)
-    target = search.target_of(cfg, base.device)
+    target = target_of(cfg, base.device)
     fits = [d for d in table.values() if d["memory"]["device_peak_bytes"] <= target.allowed_bytes]
     grid_best = max(d["throughput"]["samples_per_s"] for d in fits)
     grid_seconds = sum(d["wall_s"] for d in table.values())

@@ -1,0 +1,41 @@
+"""What a sweep must fit: the target GPU's memory (from gpu.memory, a named profile, or the
+local GPU) and, when the target is smaller than the local GPU, the cap every trial runs under."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+from advisor import gpus
+from advisor.estimate import DEFAULT_CONTEXT_BYTES
+from advisor.memory_model import Target
+from advisor.spec import Device, SpecError
+
+
+def target_of(cfg: DictConfig, device: Device) -> Target:
+    """The memory to fit: gpu.memory if given, else the named profile's, else the local GPU's."""
+    gpu = cfg.gpu
+    if gpu.memory is not None:
+        try:
+            memory = gpus.parse_bytes(gpu.memory)
+        except ValueError as error:
+            raise SpecError(f"gpu.memory: {error}") from None
+        name = gpu.name if gpu.name != "auto" else gpus.format_bytes(memory)
+    elif device is Device.cuda and (local := gpus.local_gpu()) is not None:
+        memory, name = local.memory_bytes, f"local {local.name}"
+    else:
+        raise SpecError(
+            "no GPU here to fit: name one (gpu=a100_40gb) or a budget (gpu.memory=24GiB)"
+        )
+    if not 0 <= cfg.margin < 1:
+        raise SpecError(f"margin must be a fraction in [0, 1), got {cfg.margin}")
+    return Target(name=name, memory_bytes=memory, margin=cfg.margin)
+
+
+def trial_cap(target: Target, local_memory_bytes: int | None) -> int | None:
+    """The cap every trial runs under when the target GPU is smaller than the local one: what
+    the target allows less a CUDA context (the cap covers only the allocator). Near the cap the
+    allocator gives its cache back and retries, as it would on the target's full memory, so a
+    trial that runs under the cap fits the target; the recommended one needs no second run."""
+    if local_memory_bytes is None or target.memory_bytes >= local_memory_bytes:
+        return None
+    return target.allowed_bytes - DEFAULT_CONTEXT_BYTES
