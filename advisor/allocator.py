@@ -107,7 +107,7 @@ class CachingAllocator:
     def _new_segment(self, size: int, small: bool) -> Block:
         grow = segment_size(size)
         if self.cap is not None and self.reserved + grow > self.cap:
-            self._release_free_segments()
+            self.release_free_segments()
             if self.reserved + grow > self.cap:
                 raise OutOfMemory(f"{size} bytes: {self.reserved} reserved of {self.cap}")
         self.reserved += grow
@@ -117,7 +117,7 @@ class CachingAllocator:
         self._next_segment += 1
         return block
 
-    def _release_free_segments(self) -> None:
+    def release_free_segments(self) -> None:
         for segment, (first, size) in list(self._segments.items()):
             if first.free and first.next is None and first.prev is None:
                 self._remove_free(first)

@@ -8,7 +8,9 @@ what backward saves:
 - CUDA autocast's policy (matmuls and convolutions in 16 bits; norms, softmax, losses and pow in
   fp32), instead of the CPU's;
 - attention as CUDA's fused kernels keep it: no attention matrix and no dropout mask saved.
-The trace can be replayed through the caching allocator's model (advisor/allocator.py).
+Below autograd, the engine's gradient sums are made in place where CUDA's are (the engine does
+not do that for fake tensors). The trace can be replayed through the caching allocator's model
+(advisor/allocator.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from hydra.utils import instantiate
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn import functional as F
+from torch.nn.modules.conv import _ConvNd
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
@@ -74,6 +77,10 @@ class FakeStep:
     param_sizes: tuple[int, ...] = ()
     state_ratio: float = 0.0
     update_ratio: float = 0.0
+    # cuDNN's benchmark, searching convolution algorithms in the first step, asks for workspaces
+    # no GPU has; each failed request makes the allocator give back its free segments (seen in
+    # the H200's traces of resnet50 and vit_b_16, never in gpt2's)
+    first_step_releases_cache: bool = False
 
     @property
     def peak_allocated_bytes(self) -> int:
@@ -114,7 +121,8 @@ def fake_step(spec: TrialSpec) -> FakeStep:
             with _module_activations(model, counter, top), _precision(spec):
                 loss = compute_loss(spec.model.loss, model(inputs), labels) / spec.grad_accum
             activations = max(activations, counter.live - before)
-            loss.backward()
+            with _gradient_sums_marked(loss, counter):
+                loss.backward()
             del loss
         grads_bytes = counter.bytes_of([p.grad for p in params if p.grad is not None])
         # the optimizer step: parameters, gradients and state, plus the update's temporaries
@@ -133,6 +141,7 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         param_sizes=tuple(p.untyped_storage().nbytes() for p in params),
         state_ratio=state_ratio,
         update_ratio=update_ratio,
+        first_step_releases_cache=gpu and any(isinstance(m, _ConvNd) for m in model.modules()),
     )
 
 
@@ -165,6 +174,17 @@ def _precision_inside_blocks(model: nn.Module, spec: TrialSpec) -> None:
             module.forward = under_precision
 
 
+@dataclasses.dataclass
+class _GradientSum:
+    """An out-of-place sum of two gradients the engine just made, which may be undone."""
+
+    result: int  # the sum's storage (id)
+    at: int  # where its allocation is in the trace
+    addends: set[int]  # the summed storages (ids)
+    size: int
+    peak_before: int
+
+
 class _StorageBytes(TorchDispatchMode):
     """Live bytes of fake storages (each rounded to the allocator's block), and their peak."""
 
@@ -174,18 +194,27 @@ class _StorageBytes(TorchDispatchMode):
         self._counted: dict[int, int] = {}  # id of a live storage: its number in the trace
         self._numbered = 0
         self.trace: list[tuple[int, int]] = []
+        self.summing = False  # the autograd engine is summing gradients (_mark_gradient_sums)
+        self._sum: _GradientSum | None = None
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
+        peak_before, at = self.peak, len(self.trace)
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):
                 self._count(t)
+        if self.summing and func is torch.ops.aten.add.Tensor and len(self.trace) == at + 1:
+            addends = {id(a.untyped_storage()) for a in args[:2] if isinstance(a, torch.Tensor)}
+            result = out.untyped_storage()
+            size = -(-result.nbytes() // self.block) * self.block
+            self._sum = _GradientSum(id(result), at, addends, size, peak_before)
         return out
 
     def _count(self, t: torch.Tensor) -> int:
         storage = t.untyped_storage()
         key, size = id(storage), -(-storage.nbytes() // self.block) * self.block
         if size and key not in self._counted:
+            self._sum = None  # a sum is in place only if its addend is freed before this
             number = self._counted[key] = self._numbered
             self._numbered += 1
             self.trace.append((number, storage.nbytes()))
@@ -195,7 +224,16 @@ class _StorageBytes(TorchDispatchMode):
         return size
 
     def _freed(self, key: int, size: int) -> None:
-        self.trace.append((self._counted.pop(key), -1))
+        number = self._counted.pop(key)
+        s = self._sum
+        if s is not None and key in s.addends and size == s.size:
+            # The engine sums into a gradient nothing else holds: CUDA writes the sum into it
+            # and allocates nothing; the fake tensors were summed into a new storage.
+            del self.trace[s.at]
+            self._counted[s.result] = number
+            self.peak, self._sum = s.peak_before, None
+        else:
+            self.trace.append((number, -1))
         self.live -= size
 
     def alive(self) -> tuple[int, ...]:
@@ -244,14 +282,36 @@ class _FusedAttention(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if name in COMPOSITES:
             return _inside(self, func, args, kwargs)
-        if name == "scaled_dot_product_attention" and kwargs.get("attn_mask") is None:
-            q, k, v = args[:3]
-            causal = bool(kwargs.get("is_causal", False))
-            out, _ = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-                q, k, v, 0.0, causal, scale=kwargs.get("scale")
-            )
-            return out
+        if name == "scaled_dot_product_attention":
+            return _fused_attention(*args, **kwargs)
         return func(*args, **kwargs)
+
+
+def _fused_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """The kernel CUDA's dispatcher picks, by its meta function (which runs on fake CPU tensors):
+    flash attention for 16-bit inputs without a mask, else memory-efficient attention. Their
+    outputs and gradients keep the layout of q, k and v, as CUDA's do."""
+    aten = torch.ops.aten
+    if enable_gqa or q.size(-1) > 256 or q.size(-1) % 8:
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+        )
+    if attn_mask is None and q.dtype in (torch.float16, torch.bfloat16):
+        out = aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, scale=scale)
+    else:
+        out = aten._scaled_dot_product_efficient_attention(
+            q, k, v, attn_mask, True, dropout_p, is_causal, scale=scale
+        )
+    return out[0]
 
 
 def _inside(mode: TorchFunctionMode, func: Any, args: Any, kwargs: Any) -> Any:
@@ -266,6 +326,34 @@ def _inside(mode: TorchFunctionMode, func: Any, args: Any, kwargs: Any) -> Any:
             return func(*args, **kwargs)
     finally:
         names["has_torch_function"] = check
+
+
+@contextlib.contextmanager
+def _gradient_sums_marked(loss: torch.Tensor, counter: _StorageBytes) -> Iterator[None]:
+    """Tell the counter when the autograd engine, in the backward pass run inside, sums
+    gradients: after a node has made its gradients (its post hook) and before the next node
+    starts (its pre hook)."""
+
+    def summing(*_: object) -> None:
+        counter.summing = True
+
+    def computing(*_: object) -> None:
+        counter.summing = False
+
+    seen: set[torch.autograd.graph.Node] = set()
+    nodes = [loss.grad_fn]
+    while nodes:
+        node = nodes.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        node.register_prehook(computing)
+        node.register_hook(summing)
+        nodes.extend(n for n, _ in node.next_functions)
+    try:
+        yield
+    finally:
+        counter.summing = False
 
 
 @contextlib.contextmanager
@@ -389,6 +477,8 @@ def replayed_reserved(
                 live[number] = allocator.malloc(int(size * scale))
             elif number in live:
                 allocator.free(live.pop(number))
+        if index == 0 and step.first_step_releases_cache:
+            allocator.release_free_segments()
         if index == 0:
             for size in step.param_sizes:
                 for _ in range(round(step.state_ratio)):

@@ -41,7 +41,7 @@ def replay(events: list) -> dict[str, float]:
             real_reserved += size
         elif action == "segment_free":
             real_reserved -= size
-            model._release_free_segments()
+            model.release_free_segments()
         if real_reserved > real_peak:
             real_peak = real_reserved
             model_at_real_peak = model.reserved

@@ -47,7 +47,7 @@ def steady_replay(events: list, start: int, dropped: set[int]) -> int:
             if dropped_addresses.pop(address, None) is None and address in live:
                 model.free(live.pop(address))
         elif action == "segment_free":
-            model._release_free_segments()
+            model.release_free_segments()
         if i >= start:
             peak = max(peak, model.reserved)
     return peak
