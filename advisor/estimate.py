@@ -39,10 +39,13 @@ class Calibration:
     peak_offset: tuple[float, float] | None
     peak_ratio: float  # ... else measured / estimated (median)
     reserved_factor: float  # steady peak reserved / steady peak allocated (median)
-    # steady peak reserved / the fake step replayed through the allocator's model (median), where
-    # it spreads less over the alike trials than the factor does: the replay follows the
-    # fragmentation the step's own sequence makes (checkpointed gpt2 holds 1.2-1.6x its peak),
-    # but sees neither cuDNN's workspaces nor expandable segments.
+    # The fake step replayed through the allocator's model follows the fragmentation the step's
+    # own sequence makes (checkpointed gpt2 holds 1.2-1.6x its peak), but sees neither cuDNN's
+    # workspaces (they grow with the batch) nor expandable segments. Where the alike trials have
+    # no expandable segments: measured - replayed steady peak reserved, bytes + bytes per sample
+    # x batch, where they span two batches or more ...
+    reserve_offset: tuple[float, float] | None
+    # ... else measured / replayed (median), where it spreads less over them than the factor does
     replay_ratio: float | None
     context_bytes: int  # measured beyond-allocator bytes (median)
     # |estimated / measured - 1| of the alike trials' steady device peak, uncorrected
@@ -160,12 +163,17 @@ class _Corrections:
         return cls(c, c.reserved_factor, c.context_bytes)
 
     def steady_reserved(self, spec: TrialSpec, step: FakeStep) -> int:
-        """The steady state's peak reserved: the replayed step by the replay ratio where the
-        calibration keeps one, else the peak allocated by the reserve factor."""
+        """The steady state's peak reserved: the replayed step plus the reserve offset or by the
+        replay ratio where the calibration keeps one, else the peak allocated by the reserve
+        factor. Never less than the peak allocated."""
         c = self.calibration
+        allocated = self.allocated(step.peak_allocated_bytes, spec.batch_size)
+        if c is not None and c.reserve_offset is not None:
+            fixed, per_sample = c.reserve_offset
+            return int(max(allocated, _replayed(spec) + fixed + per_sample * spec.batch_size))
         if c is not None and c.replay_ratio is not None:
-            return int(_replayed(spec) * c.replay_ratio)
-        return int(self.allocated(step.peak_allocated_bytes, spec.batch_size) * self.factor)
+            return int(max(allocated, _replayed(spec) * c.replay_ratio))
+        return int(allocated * self.factor)
 
     def allocated(self, estimated: float, batch: int) -> float:
         """The fake run's peak allocated at a batch, as the device would see it."""
@@ -249,7 +257,9 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
     what the fake run missed at each batch (measured and estimated peaks are both close to
     affine in the batch; what it misses, cuDNN's workspaces above all, grows with it), or by the
     median ratio of measured to estimated where the alike trials have one batch; the steady
-    reserve factor by its median. A trial's first steps are left out: in fp32, cuDNN's benchmark
+    peak reserved likewise, by a line through what the fake step replayed through the
+    allocator's model missed (cuDNN's workspaces again), or by a median ratio where there is no
+    line (Calibration says which). A trial's first steps are left out: in fp32, cuDNN's benchmark
     tries workspaces that nearly double the peak on a big GPU, but under a cap it takes only
     what is free and the trial still runs (experiments/2026-11-30-h200-memory). History comes
     newest first."""
@@ -261,7 +271,7 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
     if not measured:
         return None
     alike = _most_alike(spec, measured)[:30]
-    errors, ratios, factors, missed, replays = [], [], [], [], []
+    errors, ratios, factors, missed, replays, reserve_missed = [], [], [], [], [], []
     for r in alike:
         assert r.memory is not None
         fake, real = fake_step(r.spec).peak_allocated_bytes, r.memory.steady_peak_allocated_bytes
@@ -271,14 +281,22 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
         missed.append((r.spec.batch_size, real - fake))
         factors.append(r.memory.steady_peak_reserved_bytes / r.memory.steady_peak_allocated_bytes)
         if not r.spec.expandable_segments:
-            replays.append(r.memory.steady_peak_reserved_bytes / _replayed(r.spec))
+            replayed = _replayed(r.spec)
+            replays.append(r.memory.steady_peak_reserved_bytes / replayed)
+            reserve_missed.append(
+                (r.spec.batch_size, r.memory.steady_peak_reserved_bytes - replayed)
+            )
     contexts = [r.memory.context_bytes for r in measured[:30] if r.memory is not None]
     line = fit(missed)  # None where the alike trials have one batch
+    reserve_line = None if spec.expandable_segments else fit(reserve_missed)
     return Calibration(
         trials=len(alike),
         peak_offset=(line.fixed_bytes, line.bytes_per_sample) if line else None,
         peak_ratio=statistics.median(ratios),
         reserved_factor=statistics.median(factors),
+        reserve_offset=(
+            (reserve_line.fixed_bytes, reserve_line.bytes_per_sample) if reserve_line else None
+        ),
         replay_ratio=_replay_ratio(spec, replays, factors),
         context_bytes=int(statistics.median(contexts)),
         error_median=statistics.median(errors),

@@ -39,11 +39,8 @@ def gib(n: float | None) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
-def peak_correction(c: Calibration) -> str:
-    """How calibration corrects the fake run's peak allocated, in words."""
-    if c.peak_offset is None:
-        return f"scaled by {c.peak_ratio:.3f}"
-    fixed, per_sample = c.peak_offset
+def offset(fixed: float, per_sample: float) -> str:
+    """A calibration line, bytes + bytes per sample x batch, in words."""
     sign = {True: "+", False: "-"}
     slope = (
         gib(abs(per_sample)) if abs(per_sample) >= 2**20 else f"{abs(per_sample) / 2**10:.0f} KiB"
@@ -51,10 +48,20 @@ def peak_correction(c: Calibration) -> str:
     return f"{sign[fixed >= 0]}{gib(abs(fixed))} {sign[per_sample >= 0]} {slope} per sample"
 
 
+def peak_correction(c: Calibration) -> str:
+    """How calibration corrects the fake run's peak allocated, in words."""
+    if c.peak_offset is None:
+        return f"scaled by {c.peak_ratio:.3f}"
+    return offset(*c.peak_offset)
+
+
 def reserve_correction(c: Calibration) -> str:
     """How calibration turns the peak allocated into the peak reserved, in words."""
+    replayed = "the step replayed through the allocator model"
+    if c.reserve_offset is not None:
+        return f"{replayed} {offset(*c.reserve_offset)}"
     if c.replay_ratio is not None:
-        return f"the step replayed through the allocator model x{c.replay_ratio:.2f}"
+        return f"{replayed} x{c.replay_ratio:.2f}"
     return f"x{c.reserved_factor:.2f} the peak allocated"
 
 

@@ -96,15 +96,24 @@ def test_calibration_corrects_by_a_line_through_what_the_fake_run_missed():
         fake_step(at[32]).peak_allocated_bytes + missed[32], abs=2
     )
     assert e.reserved_factor == pytest.approx(1.25, rel=1e-3)
-    # a reserve that is one factor of the peak allocated: the factor explains it, the replay not
-    assert e.calibration.replay_ratio is None
-    assert e.peak_reserved_bytes == int(e.peak_allocated_bytes * e.reserved_factor)
+    # the reserve: the step replayed through the allocator's model, plus a line through what
+    # the replay missed at the measured batches
+    reserve_missed = {
+        b: history[i].memory.steady_peak_reserved_bytes - replayed_reserved(fake_step(at[b]))
+        for i, b in enumerate((4, 8))
+    }
+    per_sample = (reserve_missed[8] - reserve_missed[4]) / 4
+    expected = replayed_reserved(fake_step(at[32])) + reserve_missed[4] + per_sample * 28
+    assert e.peak_reserved_bytes == pytest.approx(max(expected, e.peak_allocated_bytes), abs=2)
     assert e.context_bytes == 500 * 2**20
-    # one measured batch fixes no line: the measured / estimated ratio scales instead
+    # one measured batch fixes no line: the measured / estimated ratio scales instead, and the
+    # reserve is the peak allocated by the reserve factor
     one = estimate(at[32], BIG, history[:1])
     assert one.calibration is not None and one.calibration.peak_offset is None
+    assert one.calibration.reserve_offset is None and one.calibration.replay_ratio is None
     ratio = history[0].memory.steady_peak_allocated_bytes / fake_step(at[4]).peak_allocated_bytes
     assert one.peak_allocated_bytes == int(fake_step(at[32]).peak_allocated_bytes * ratio)
+    assert one.peak_reserved_bytes == int(one.peak_allocated_bytes * 1.25)
 
 
 def test_gpu_estimate_emulates_autocast_and_names_where_memory_goes():
@@ -152,15 +161,15 @@ def test_estimate_bad_input_is_one_line(db_url):
     assert result.stderr.count("\n") == 1
 
 
-def test_calibration_replays_the_step_where_that_explains_the_reserve_better():
+def test_calibration_at_one_batch_replays_the_step_where_that_explains_the_reserve_better():
     spec = spec_of("model=tiny_gpt2", "device=cuda", "batch_size=4", "checkpointing=blocks")
-    at = {b: dataclasses.replace(spec, batch_size=b) for b in (4, 8, 16)}
-    replayed = {b: replayed_reserved(fake_step(at[b])) for b in at}
+    replayed = {b: replayed_reserved(fake_step(dataclasses.replace(spec, batch_size=b)))
+                for b in (4, 16)}  # fmt: skip
     history = []
-    for b in (4, 8):  # reserves that are the replayed step's x 1.1
-        trial = measured_as(at[b], fake_step(at[b]).peak_allocated_bytes)
+    for allocated_more in (0, 2**20):  # two runs at batch 4, reserving the replayed step x 1.1
+        trial = measured_as(spec, fake_step(spec).peak_allocated_bytes + allocated_more)
         assert trial.memory is not None
-        reserved = int(replayed[b] * 1.1)
+        reserved = int(replayed[4] * 1.1)
         memory = dataclasses.replace(
             trial.memory, peak_reserved_bytes=reserved, steady_peak_reserved_bytes=reserved
         )
@@ -168,14 +177,15 @@ def test_calibration_replays_the_step_where_that_explains_the_reserve_better():
     factors = [r.memory.steady_peak_reserved_bytes / r.memory.steady_peak_allocated_bytes
                for r in history]  # fmt: skip
     assert factors[0] != pytest.approx(factors[1], rel=1e-3)  # so no one factor explains them
-    e = estimate(at[16], BIG, history)
-    assert e.calibration is not None
+    e = estimate(dataclasses.replace(spec, batch_size=16), BIG, history)
+    assert e.calibration is not None and e.calibration.reserve_offset is None  # one batch
     assert e.calibration.replay_ratio == pytest.approx(1.1, rel=1e-3)
     assert e.peak_reserved_bytes == pytest.approx(replayed[16] * 1.1, rel=1e-3)
     assert e.device_peak_bytes == e.peak_reserved_bytes + e.context_bytes
     # the allocator model has no expandable segments: there the factor stays
-    expandable = dataclasses.replace(at[16], expandable_segments=True)
-    assert estimate(expandable, BIG, history).calibration.replay_ratio is None
+    expandable = dataclasses.replace(spec, batch_size=16, expandable_segments=True)
+    c = estimate(expandable, BIG, history).calibration
+    assert c is not None and c.replay_ratio is None and c.reserve_offset is None
 
 
 def test_calibration_takes_capped_trials_that_stayed_below_their_cap():
