@@ -395,6 +395,10 @@ def estimate_report(e: Estimate) -> Group:
         lines.append(Text("it holds more with memory to spare; within the target's limit the "
                           "allocator gives back its cache and the steps still run (allocator "
                           "model)", style="yellow"))  # fmt: skip
+    if s.first_step_releases_cache:
+        lines.append(Text("first steps: cuDNN's benchmark tries larger workspaces, but only "
+                          "from what is free, so they do not decide a fit "
+                          "(experiments/2026-11-30-h200-memory)"))  # fmt: skip
     table = Table(title="estimated memory", title_justify="left")
     table.add_column("category")
     table.add_column("size", justify="right")

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 
 import pytest
+import torch
 from conftest import FAST, spec_of
 from fake_backend import ENVIRONMENT
 from test_cli import MEMORY_KEYS, advisor, trial_count
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from advisor.allocator import OutOfMemory
 from advisor.estimate import DEFAULT_CONTEXT_BYTES, estimate
-from advisor.fake_step import fake_step, replayed_reserved
+from advisor.fake_step import _gradient_sums_marked, _StorageBytes, fake_step, replayed_reserved
 from advisor.memory_model import Target
 from advisor.result import Memory, Phase, Status, Throughput, TrialResult
 from advisor.runner import run_trial
@@ -200,3 +203,26 @@ def test_calibration_takes_capped_trials_that_stayed_below_their_cap():
         capped, memory=dataclasses.replace(trial.memory, num_alloc_retries=3)
     )
     assert estimate(spec, BIG, [squeezed]).calibration is None
+
+
+def test_a_gradient_sum_whose_addend_dies_is_counted_in_place():
+    """On a GPU the autograd engine adds into a gradient nothing else holds; for fake tensors
+    it never does, so the counter undoes the extra allocation."""
+
+    def backward_allocations(marked: bool) -> int:
+        counter = _StorageBytes(1)
+        with FakeTensorMode(), counter:
+            a = torch.ones(1024, requires_grad=True)
+            loss = (a.sin() * 2 + a.cos() * 3).sum()  # a's two gradients meet
+            counter.trace = []
+            with _gradient_sums_marked(loss, counter) if marked else contextlib.nullcontext():
+                loss.backward()
+        return sum(1 for _, size in counter.trace if size == 4096)
+
+    assert backward_allocations(marked=True) == backward_allocations(marked=False) - 1
+
+
+def test_convolution_models_give_back_the_cache_in_their_first_step_on_a_gpu():
+    assert fake_step(spec_of("model=tiny_cnn", "device=cuda")).first_step_releases_cache
+    assert not fake_step(spec_of("model=tiny_gpt2", "device=cuda")).first_step_releases_cache
+    assert not fake_step(spec_of("model=tiny_cnn")).first_step_releases_cache  # the CPU's
