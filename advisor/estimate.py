@@ -165,9 +165,13 @@ class _Corrections:
     def steady_reserved(self, spec: TrialSpec, step: FakeStep) -> int:
         """The steady state's peak reserved: the replayed step plus the reserve offset or by the
         replay ratio where the calibration keeps one, else the peak allocated by the reserve
-        factor. Never less than the peak allocated."""
+        factor. Never less than the peak allocated. Uncalibrated on a GPU, never less than the
+        replayed step either: each misses a part of the reserve (the replay cuDNN's workspaces,
+        one factor the step's own fragmentation), and an estimate under says "fits" wrongly."""
         c = self.calibration
         allocated = self.allocated(step.peak_allocated_bytes, spec.batch_size)
+        if c is None and spec.device is Device.cuda:
+            return int(max(allocated * self.factor, _replayed(spec)))
         if c is not None and c.reserve_offset is not None:
             fixed, per_sample = c.reserve_offset
             return int(max(allocated, _replayed(spec) + fixed + per_sample * spec.batch_size))

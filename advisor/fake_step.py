@@ -181,8 +181,8 @@ class _GradientSum:
     result: int  # the sum's storage (id)
     at: int  # where its allocation is in the trace
     addends: set[int]  # the summed storages (ids)
-    size: int
-    peak_before: int
+    size: int  # the sum's bytes, rounded as counted
+    peak_before: int  # the counter's peak before the sum was allocated
 
 
 class _StorageBytes(TorchDispatchMode):
@@ -194,7 +194,7 @@ class _StorageBytes(TorchDispatchMode):
         self._counted: dict[int, int] = {}  # id of a live storage: its number in the trace
         self._numbered = 0
         self.trace: list[tuple[int, int]] = []
-        self.summing = False  # the autograd engine is summing gradients (_mark_gradient_sums)
+        self.summing = False  # the autograd engine is summing gradients (_gradient_sums_marked)
         self._sum: _GradientSum | None = None
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -463,8 +463,9 @@ def replayed_reserved(
 ) -> int:
     """The caching allocator's peak reserved bytes over steady steps (all but the first), the
     fake step's allocations replayed through its model; OutOfMemory when a cap is too small.
-    Each step: the passes as traced, the optimizer's state (first step only) and its update's
-    temporaries, then the gradients freed (zero_grad(set_to_none=True)). Scale corrects the
+    Each step: the passes as traced (in the first step followed by the free segments given
+    back, where the step says cuDNN's benchmark does that), the optimizer's state (first step
+    only) and its update's temporaries, then the gradients freed (zero_grad(set_to_none=True)). Scale corrects the
     step's sizes by calibration (measured / fake peak allocated)."""
     allocator = CachingAllocator(cap)
     for size in step.persistent:
