@@ -5,7 +5,8 @@
 The calibration rule was chosen on the accuracy set (run.py's 54 specs and the earlier runs);
 these batches lie between and beyond its three per family, so the estimate's error on them,
 calibrated on all of that history, is an out-of-sample check. Rows go to OUT_DIR/holdout.jsonl
-in run.py's shape; no trial starts within 60 s of DEADLINE (Unix seconds).
+in run.py's shape; no trial starts within 60 s of DEADLINE (Unix seconds). Specs already in
+that file are not run again (a second call goes on where the first stopped).
 """
 
 from __future__ import annotations
@@ -46,13 +47,18 @@ HOLDOUT = [
 
 def main() -> None:
     out, deadline = Path(sys.argv[1]), float(sys.argv[2])
-    sink = (out / "holdout.jsonl").open("a")
+    path = out / "holdout.jsonl"
+    done = {json.loads(line)["spec"]["hash"] for line in path.open()} if path.exists() else set()
+    sink = path.open("a")
     started = time.time()
     for overrides in HOLDOUT:
+        spec = trial_spec(load(["device=cuda", *overrides.split()]))
+        if spec.hash in done:
+            continue
         if time.time() > deadline - NEEDED_S:
             print(f"deadline, stopped before {overrides}", flush=True)
             break
-        r = run_trial(trial_spec(load(["device=cuda", *overrides.split()])), SHORT, timeout_s=240)
+        r = run_trial(spec, SHORT, timeout_s=240)
         sink.write(json.dumps(row_of("holdout", r)) + "\n")
         sink.flush()
         m = r.memory
