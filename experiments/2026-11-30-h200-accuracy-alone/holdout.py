@@ -16,12 +16,11 @@ import sys
 import time
 from pathlib import Path
 
-from run import NEEDED_S, SHORT, row_of
+from run import NEEDED_S, SHORT, record
 
 from advisor.config import load, trial_spec
 from advisor.runner import run_trial
 
-GiB = 2**30
 HOLDOUT = [
     "model=resnet50 precision=fp32 checkpointing=none batch_size=96",
     "model=resnet50 precision=fp32 checkpointing=none batch_size=192",
@@ -59,12 +58,7 @@ def main() -> None:
             print(f"deadline, stopped before {overrides}", flush=True)
             break
         r = run_trial(spec, SHORT, timeout_s=240)
-        sink.write(json.dumps(row_of("holdout", r)) + "\n")
-        sink.flush()
-        m = r.memory
-        steady = (
-            f"steady {(m.steady_peak_reserved_bytes + m.context_bytes) / GiB:.2f} GiB" if m else ""
-        )
+        steady = record(sink, "holdout", r)
         print(f"[{time.time() - started:5.0f}s] {r.status.value:7} {overrides} {steady} "
               f"{r.wall_s:.0f}s", flush=True)  # fmt: skip
     print("holdout: done", flush=True)

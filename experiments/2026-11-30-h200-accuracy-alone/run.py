@@ -17,6 +17,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
 from advisor.config import MeasureConfig, load, trial_spec
 from advisor.result import TrialResult
@@ -40,6 +41,14 @@ def row_of(tag: str, r: TrialResult) -> dict:
     return row
 
 
+def record(sink: TextIO, tag: str, r: TrialResult) -> str:
+    """Write the trial's row; return its steady device peak, for the log."""
+    sink.write(json.dumps(row_of(tag, r)) + "\n")
+    sink.flush()
+    m = r.memory
+    return f"steady {(m.steady_peak_reserved_bytes + m.context_bytes) / GiB:.2f} GiB" if m else ""
+
+
 def main() -> None:
     out, lane, deadline = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
     plan = [item["overrides"] for item in json.loads(PLAN.read_text())]
@@ -52,12 +61,7 @@ def main() -> None:
             print(f"lane {lane}: deadline, stopped before {' '.join(overrides)}", flush=True)
             break
         r = run_trial(trial_spec(load(overrides)), SHORT, timeout_s=240)
-        sink.write(json.dumps(row_of(tag, r)) + "\n")
-        sink.flush()
-        m = r.memory
-        steady = (
-            f"steady {(m.steady_peak_reserved_bytes + m.context_bytes) / GiB:.2f} GiB" if m else ""
-        )
+        steady = record(sink, tag, r)
         print(f"[{time.time() - started:5.0f}s] lane {lane} {tag:5} {r.status.value:7} "
               f"{' '.join(overrides[1:])} {steady} {r.wall_s:.0f}s", flush=True)  # fmt: skip
     print(f"lane {lane}: done", flush=True)
