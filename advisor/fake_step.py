@@ -3,14 +3,10 @@
 FakeTensorMode runs the real model code with no memory behind the tensors; a dispatch mode
 counts the bytes each storage would take, rounded as the CUDA caching allocator rounds (512 B),
 and traces when each comes and goes. Fake tensors live on the CPU (fake CUDA tensors need a CUDA
-driver), so what the GPU would run differently is emulated above autograd, where it changes
-what backward saves:
-- CUDA autocast's policy (matmuls and convolutions in 16 bits; norms, softmax, losses and pow in
-  fp32), instead of the CPU's;
-- attention as CUDA's fused kernels keep it: no attention matrix and no dropout mask saved.
-Below autograd, the engine's gradient sums are made in place where CUDA's are (the engine does
-not do that for fake tensors). The trace can be replayed through the caching allocator's model
-(advisor/allocator.py).
+driver), so what the GPU would run differently is emulated above autograd
+(advisor/cuda_emulation.py); below it, the engine's gradient sums are counted in place where
+CUDA's are (the engine does not make them so for fake tensors). The trace can be replayed
+through the caching allocator's model (advisor/allocator.py).
 """
 
 from __future__ import annotations
@@ -21,40 +17,24 @@ import functools
 import json
 import math
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
 from hydra.utils import instantiate
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.nn import functional as F
 from torch.nn.modules.conv import _ConvNd
-from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from advisor.allocator import Block, CachingAllocator
-from advisor.spec import Checkpointing, Device, Precision, TrialSpec
+from advisor.cuda_emulation import step_precision
+from advisor.spec import Checkpointing, Device, TrialSpec
 from advisor.workload import build_model, checkpoint_blocks, compute_loss, make_batch
 
 BLOCK = 512  # the caching allocator rounds every block to this many bytes
 TOP_MODULES = 10
-
-# CUDA autocast's lists (aten/src/ATen/autocast_mode.cpp), by the name of the Python callable.
-LOWER_PRECISION = {
-    "linear", "addmm", "matmul", "__matmul__", "mm", "bmm", "baddbmm", "addbmm", "mv", "addmv",
-    "einsum", "prelu", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-    "conv_transpose3d", "scaled_dot_product_attention",
-}  # fmt: skip
-FP32 = {
-    "layer_norm", "group_norm", "pow", "__pow__", "exp", "log", "log1p", "log2", "log10",
-    "rsqrt", "reciprocal", "softplus", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-    "nll_loss", "kl_div", "binary_cross_entropy_with_logits", "logsumexp", "cosine_similarity",
-    "cdist",
-}  # fmt: skip
-FP32_OUTPUT = {"softmax", "log_softmax", "cumsum", "cumprod"}  # computed into an fp32 output
-COMPOSITES = {"multi_head_attention_forward"}  # Python functions whose inside must be seen
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +98,7 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         activations = 0
         for _ in range(spec.grad_accum):
             before = counter.live
-            with _module_activations(model, counter, top), _precision(spec):
+            with _module_activations(model, counter, top), step_precision(spec):
                 loss = compute_loss(spec.model.loss, model(inputs), labels) / spec.grad_accum
             activations = max(activations, counter.live - before)
             with _gradient_sums_marked(loss, counter):
@@ -168,7 +148,7 @@ def _precision_inside_blocks(model: nn.Module, spec: TrialSpec) -> None:
             forward = module.forward
 
             def under_precision(*args: Any, _forward: Any = forward, **kwargs: Any) -> Any:
-                with _precision(spec):
+                with step_precision(spec):
                     return _forward(*args, **kwargs)
 
             module.forward = under_precision
@@ -247,87 +227,6 @@ class _StorageBytes(TorchDispatchMode):
         return sum(sizes.values()) * self.block
 
 
-class _CudaAutocast(TorchFunctionMode):
-    """CUDA autocast's casts, done above autograd (so backward saves what it would save)."""
-
-    def __init__(self, dtype: torch.dtype) -> None:
-        super().__init__()
-        self.dtype = dtype
-
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        if func is F.cross_entropy:
-            # cross_entropy asks log_softmax for the input's own dtype, so autocast leaves it in
-            # 16 bits; nll_loss is on its fp32 list: a 32-bit copy of the log-probabilities.
-            # (Seen in the H200's allocation trace: experiments/2026-11-30-h200-reserve.)
-            return F.nll_loss(_cast(F.log_softmax(args[0], 1), torch.float32), args[1])
-        if name in COMPOSITES:
-            return _inside(self, func, args, kwargs)
-        if name in LOWER_PRECISION:
-            args, kwargs = _cast(args, self.dtype), _cast(kwargs, self.dtype)
-        elif name in FP32:
-            args, kwargs = _cast(args, torch.float32), _cast(kwargs, torch.float32)
-        elif name in FP32_OUTPUT and "dtype" not in kwargs and _floating(args):
-            kwargs = {**kwargs, "dtype": torch.float32}
-        return func(*args, **kwargs)
-
-
-class _FusedAttention(TorchFunctionMode):
-    """Attention as CUDA's fused kernels keep it: no attention matrix and no dropout mask (the
-    dropout happens inside the kernel). The CPU's flash kernel, called directly, stands in."""
-
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        if name in COMPOSITES:
-            return _inside(self, func, args, kwargs)
-        if name == "scaled_dot_product_attention":
-            return _fused_attention(*args, **kwargs)
-        return func(*args, **kwargs)
-
-
-def _fused_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: float | None = None,
-    enable_gqa: bool = False,
-) -> torch.Tensor:
-    """The kernel CUDA's dispatcher picks, by its meta function (which runs on fake CPU tensors):
-    flash attention for 16-bit inputs without a mask, else memory-efficient attention. Their
-    outputs and gradients keep the layout of q, k and v, as CUDA's do."""
-    aten = torch.ops.aten
-    if enable_gqa or q.size(-1) > 256 or q.size(-1) % 8:
-        return F.scaled_dot_product_attention(
-            q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
-        )
-    if attn_mask is None and q.dtype in (torch.float16, torch.bfloat16):
-        out = aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, scale=scale)
-    else:
-        out = aten._scaled_dot_product_efficient_attention(
-            q, k, v, attn_mask, True, dropout_p, is_causal, scale=scale
-        )
-    return out[0]
-
-
-def _inside(mode: TorchFunctionMode, func: Any, args: Any, kwargs: Any) -> Any:
-    """Run a composite of torch.nn.functional with the mode seeing the calls inside it: a mode
-    is switched off while it handles a call, and these would hide their matmuls and attention.
-    Their own check is switched off instead (it would hand the call back to the mode)."""
-    names = vars(F)
-    check = names["has_torch_function"]
-    names["has_torch_function"] = lambda *_: False
-    try:
-        with mode:
-            return func(*args, **kwargs)
-    finally:
-        names["has_torch_function"] = check
-
-
 @contextlib.contextmanager
 def _gradient_sums_marked(loss: torch.Tensor, counter: _StorageBytes) -> Iterator[None]:
     """Tell the counter when the autograd engine, in the backward pass run inside, sums
@@ -354,34 +253,6 @@ def _gradient_sums_marked(loss: torch.Tensor, counter: _StorageBytes) -> Iterato
         yield
     finally:
         counter.summing = False
-
-
-@contextlib.contextmanager
-def _precision(spec: TrialSpec) -> Iterator[None]:
-    """The step's autocast: CUDA's, emulated, for a GPU spec; the CPU's own for a CPU spec."""
-    dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}.get(spec.precision)
-    with contextlib.ExitStack() as stack:
-        if spec.device is Device.cuda:
-            stack.enter_context(_FusedAttention())
-            if dtype is not None:
-                stack.enter_context(_CudaAutocast(dtype))
-        elif dtype is not None:
-            stack.enter_context(torch.autocast("cpu", dtype=dtype))
-        yield
-
-
-def _cast(value: Any, dtype: torch.dtype) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(dtype) if value.is_floating_point() and value.dtype != dtype else value
-    if isinstance(value, list | tuple):
-        return type(value)(_cast(v, dtype) for v in value)
-    if isinstance(value, dict):
-        return {k: _cast(v, dtype) for k, v in value.items()}
-    return value
-
-
-def _floating(args: Sequence[Any]) -> bool:
-    return bool(args) and isinstance(args[0], torch.Tensor) and args[0].is_floating_point()
 
 
 @contextlib.contextmanager
@@ -465,8 +336,8 @@ def replayed_reserved(
     fake step's allocations replayed through its model; OutOfMemory when a cap is too small.
     Each step: the passes as traced (in the first step followed by the free segments given
     back, where the step says cuDNN's benchmark does that), the optimizer's state (first step
-    only) and its update's temporaries, then the gradients freed (zero_grad(set_to_none=True)). Scale corrects the
-    step's sizes by calibration (measured / fake peak allocated)."""
+    only) and its update's temporaries, then the gradients freed (zero_grad(set_to_none=True)).
+    Scale corrects the step's sizes by calibration (measured / fake peak allocated)."""
     allocator = CachingAllocator(cap)
     for size in step.persistent:
         allocator.malloc(size)

@@ -1,0 +1,143 @@
+"""What the GPU runs differently from the CPU, emulated on fake CPU tensors above autograd, where
+it changes what backward saves (advisor/fake_step.py runs the step under it):
+- CUDA autocast's policy (matmuls and convolutions in 16 bits; norms, softmax, losses and pow in
+  fp32), instead of the CPU's;
+- attention as CUDA's fused kernels keep it: no attention matrix and no dropout mask saved, and
+  gradients in the layout of q, k and v.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+from torch.nn import functional as F
+from torch.overrides import TorchFunctionMode
+
+from advisor.spec import Device, Precision, TrialSpec
+
+# CUDA autocast's lists (aten/src/ATen/autocast_mode.cpp), by the name of the Python callable.
+LOWER_PRECISION = {
+    "linear", "addmm", "matmul", "__matmul__", "mm", "bmm", "baddbmm", "addbmm", "mv", "addmv",
+    "einsum", "prelu", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "scaled_dot_product_attention",
+}  # fmt: skip
+FP32 = {
+    "layer_norm", "group_norm", "pow", "__pow__", "exp", "log", "log1p", "log2", "log10",
+    "rsqrt", "reciprocal", "softplus", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "nll_loss", "kl_div", "binary_cross_entropy_with_logits", "logsumexp", "cosine_similarity",
+    "cdist",
+}  # fmt: skip
+FP32_OUTPUT = {"softmax", "log_softmax", "cumsum", "cumprod"}  # computed into an fp32 output
+COMPOSITES = {"multi_head_attention_forward"}  # Python functions whose inside must be seen
+
+
+@contextlib.contextmanager
+def step_precision(spec: TrialSpec) -> Iterator[None]:
+    """The step's autocast: CUDA's, emulated, for a GPU spec; the CPU's own for a CPU spec."""
+    dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}.get(spec.precision)
+    with contextlib.ExitStack() as stack:
+        if spec.device is Device.cuda:
+            stack.enter_context(_FusedAttention())
+            if dtype is not None:
+                stack.enter_context(_CudaAutocast(dtype))
+        elif dtype is not None:
+            stack.enter_context(torch.autocast("cpu", dtype=dtype))
+        yield
+
+
+def _cast(value: Any, dtype: torch.dtype) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() and value.dtype != dtype else value
+    if isinstance(value, list | tuple):
+        return type(value)(_cast(v, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast(v, dtype) for k, v in value.items()}
+    return value
+
+
+def _floating(args: Sequence[Any]) -> bool:
+    return bool(args) and isinstance(args[0], torch.Tensor) and args[0].is_floating_point()
+
+
+class _CudaAutocast(TorchFunctionMode):
+    """CUDA autocast's casts, done above autograd (so backward saves what it would save)."""
+
+    def __init__(self, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.dtype = dtype
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if func is F.cross_entropy:
+            # cross_entropy asks log_softmax for the input's own dtype, so autocast leaves it in
+            # 16 bits; nll_loss is on its fp32 list: a 32-bit copy of the log-probabilities.
+            # (Seen in the H200's allocation trace: experiments/2026-11-30-h200-reserve.)
+            return F.nll_loss(_cast(F.log_softmax(args[0], 1), torch.float32), args[1])
+        if name in COMPOSITES:
+            return _inside(self, func, args, kwargs)
+        if name in LOWER_PRECISION:
+            args, kwargs = _cast(args, self.dtype), _cast(kwargs, self.dtype)
+        elif name in FP32:
+            args, kwargs = _cast(args, torch.float32), _cast(kwargs, torch.float32)
+        elif name in FP32_OUTPUT and "dtype" not in kwargs and _floating(args):
+            kwargs = {**kwargs, "dtype": torch.float32}
+        return func(*args, **kwargs)
+
+
+class _FusedAttention(TorchFunctionMode):
+    """Attention as CUDA's fused kernels keep it: no attention matrix and no dropout mask (the
+    dropout happens inside the kernel). The CPU's flash kernel, called directly, stands in."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in COMPOSITES:
+            return _inside(self, func, args, kwargs)
+        if name == "scaled_dot_product_attention":
+            return _fused_attention(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
+def _fused_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """The kernel CUDA's dispatcher picks, by its meta function (which runs on fake CPU tensors):
+    flash attention for 16-bit inputs without a mask, else memory-efficient attention. Their
+    outputs and gradients keep the layout of q, k and v, as CUDA's do."""
+    aten = torch.ops.aten
+    if enable_gqa or q.size(-1) > 256 or q.size(-1) % 8:
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+        )
+    if attn_mask is None and q.dtype in (torch.float16, torch.bfloat16):
+        out = aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, scale=scale)
+    else:
+        out = aten._scaled_dot_product_efficient_attention(
+            q, k, v, attn_mask, True, dropout_p, is_causal, scale=scale
+        )
+    return out[0]
+
+
+def _inside(mode: TorchFunctionMode, func: Any, args: Any, kwargs: Any) -> Any:
+    """Run a composite of torch.nn.functional with the mode seeing the calls inside it: a mode
+    is switched off while it handles a call, and these would hide their matmuls and attention.
+    Their own check is switched off instead (it would hand the call back to the mode)."""
+    names = vars(F)
+    check = names["has_torch_function"]
+    names["has_torch_function"] = lambda *_: False
+    try:
+        with mode:
+            return func(*args, **kwargs)
+    finally:
+        names["has_torch_function"] = check
