@@ -109,6 +109,12 @@ def checkpoint_blocks(model: nn.Module, block: str) -> None:
     if not any(type(m).__name__ == block for m in model.modules()):
         raise ValueError(f"checkpointing: the model has no module of class {block!r}")
     apply_activation_checkpointing(model, check_fn=lambda m: type(m).__name__ == block)
+    config = getattr(model, "config", None)
+    if config is not None and getattr(config, "use_cache", False):
+        # No KV cache, as transformers' own gradient checkpointing sets it: the recompute would
+        # append each block's keys and values to it a second time, and compiled, it fails on
+        # the causal mask (experiments/2026-11-30-h200-compile-ckpt).
+        config.use_cache = False
 
 
 def set_precision_flags(precision: Precision) -> None:

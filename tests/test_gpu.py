@@ -65,6 +65,13 @@ def test_knobs_run_on_the_gpu(overrides):
     assert result.memory.activations_bytes > 0 and result.throughput.samples_per_s > 0
 
 
+def test_a_compiled_checkpointed_transformer_runs_on_the_gpu():
+    """It crashed while checkpointing's recompute appended to transformers' KV cache."""
+    result = measured("model=tiny_gpt2", "device=cuda", "batch_size=8", "precision=bf16",
+                      "compile=true", "checkpointing=blocks")  # fmt: skip
+    assert result.throughput.samples_per_s > 0
+
+
 def test_a_sweep_for_a_smaller_gpu_runs_its_trials_under_the_targets_cap(db_url, tmp_path):
     import json
     import subprocess

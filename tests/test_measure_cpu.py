@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from conftest import FAST, spec_of
 
 from advisor.result import Phase, Status
 from advisor.runner import run_trial
+from advisor.workload import build
 
 TINY_MLP_PARAMS = (
     [(64, 256), (256,)] + [(256, 256), (256,), (256,), (256,)] * 3 + [(256, 10), (10,)]
@@ -115,3 +117,14 @@ def test_warm_up_lasts_until_fp16_really_steps():
     assert result.status is Status.ok, result.failure
     assert result.throughput.warmup_steps > 3  # the scaler skipped the first steps
     assert result.memory.optimizer_state_bytes == 2 * PARAM_BYTES + 4 * len(TINY_MLP_PARAMS)
+
+
+def test_checkpointed_transformers_keep_no_kv_cache():
+    """As transformers' own gradient checkpointing: else the recompute appends each block's keys
+    and values to the cache a second time (memory the step does not need; compiled, a crash)."""
+    plain = build(spec_of("model=tiny_gpt2"), torch.device("cpu")).model
+    checkpointed = build(spec_of("model=tiny_gpt2", "checkpointing=blocks"), torch.device("cpu"))
+    assert plain.config.use_cache is True  # the model's own default, left alone
+    assert checkpointed.model.config.use_cache is False
+    tokens = torch.randint(512, (2, 32))
+    assert checkpointed.model(tokens).past_key_values is None
