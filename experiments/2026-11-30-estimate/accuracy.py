@@ -5,7 +5,8 @@
 The measured side is every ok, uncapped trial recorded in experiments/2026-11-30-h200-measure,
 -h200-sweep, -h200-memory and -h200-accuracy-alone (resnet50, vit_b_16, gpt2 x fp32/bf16/fp16 x
 checkpointing x three batches, and more); where a spec was measured twice, the newest: for the
-54 specs of the accuracy set, a trial run alone on its GPU. Each trial's spec is rebuilt
+54 specs of the accuracy set, a trial run alone on its GPU, and for checkpointed gpt2 one run
+after checkpointing stopped keeping transformers' KV cache (-h200-compile-ckpt). Each trial's spec is rebuilt
 from its settings through the config (its hash must match the recorded one), estimated without
 calibration, then with calibration on the *other* trials of the same model (leave one out).
 
@@ -35,6 +36,7 @@ RAW = [
     HERE.parent / "2026-11-30-h200-sweep" / "raw" / "grid.jsonl",
     HERE.parent / "2026-11-30-h200-memory" / "raw" / "trials.jsonl",
     *sorted((HERE.parent / "2026-11-30-h200-accuracy-alone" / "raw").glob("trials-lane*.jsonl")),
+    HERE.parent / "2026-11-30-h200-compile-ckpt" / "raw" / "trials-accuracy.jsonl",
 ]
 TRUTH = HERE.parent / "2026-11-30-h200-memory" / "raw" / "truth.json"
 TRUTH_FAMILIES = {  # truth.json's tag: the family's settings (batch size aside)

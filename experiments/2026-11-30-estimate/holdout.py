@@ -3,7 +3,8 @@
     python3 holdout.py > holdout.md
 
 The measured side: ../2026-11-30-h200-accuracy-alone/raw/holdout.jsonl, batches between and
-beyond the accuracy set's (holdout.py there). Each is estimated without calibration, then
+beyond the accuracy set's (holdout.py there); for checkpointed gpt2, the newer run in
+../2026-11-30-h200-compile-ckpt/raw/trials-holdout.jsonl (no KV cache). Each is estimated without calibration, then
 calibrated on the whole history accuracy.py reads (none of it at these batches).
 """
 
@@ -16,7 +17,10 @@ from accuracy import H200, HERE, trial_of, trials
 
 from advisor.estimate import estimate, steady_device_peak
 
-HOLDOUT = HERE.parent / "2026-11-30-h200-accuracy-alone" / "raw" / "holdout.jsonl"
+HOLDOUT = [
+    HERE.parent / "2026-11-30-h200-accuracy-alone" / "raw" / "holdout.jsonl",
+    HERE.parent / "2026-11-30-h200-compile-ckpt" / "raw" / "trials-holdout.jsonl",
+]
 GiB = 2**30
 
 
@@ -27,10 +31,14 @@ def main() -> None:
           "GiB | estimated | calibrated |")  # fmt: skip
     print("|---|---|---|---|---|---|")
     errors: dict[str, list[float]] = {"alloc_cal": [], "steady": [], "steady_cal": []}
-    for line in HOLDOUT.open():
-        r = trial_of(HOLDOUT, json.loads(line))
-        if r is None or r.memory is None:
-            continue
+    newest = {}  # each spec's newest run
+    for path in HOLDOUT:
+        for line in path.open():
+            r = trial_of(path, json.loads(line))
+            if r is not None and r.memory is not None:
+                newest[r.spec.hash] = r
+    for r in newest.values():
+        assert r.memory is not None
         raw, cal = estimate(r.spec, H200), estimate(r.spec, H200, history)
         steady = steady_device_peak(r)
         e = {
