@@ -90,7 +90,7 @@ class _CudaAutocast(TorchFunctionMode):
 
 class _FusedAttention(TorchFunctionMode):
     """Attention as CUDA's fused kernels keep it: no attention matrix and no dropout mask (the
-    dropout happens inside the kernel). The CPU's flash kernel, called directly, stands in."""
+    dropout happens inside the kernel). The meta function of CUDA's own kernel stands in."""
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
