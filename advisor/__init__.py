@@ -1,9 +1,55 @@
 """advisor: measure where GPU memory and time go in real training steps, and recommend the
-fastest training setting that fits a GPU."""
+fastest training setting that fits a GPU.
 
+    import advisor
+
+    def workload() -> advisor.Workload: ...           # in my_model.py
+
+    result = advisor.run("my_model.py:workload", batch_size=16, precision="bf16")
+    outcome = advisor.sweep("my_model.py:workload", gpu={"memory": "24GiB"})
+    print(outcome.recommendation.best)
+"""
+
+from __future__ import annotations
+
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from advisor.app import SweepEvents, SweepOutcome, estimate, recommend, run, sweep
+    from advisor.errors import AdvisorError, ConfigError, StoreError, WorkloadError
+    from advisor.estimate import Estimate
+    from advisor.recommend import Recommendation
+    from advisor.result import Category, Memory, Status, Throughput, TrialResult
+    from advisor.spec import TrialSpec
+    from advisor.workload import Workload
 
 try:
     __version__ = version("advisor")
 except PackageNotFoundError:  # run from a checkout without installing (the GPU machine)
     __version__ = "0.1.0+checkout"
+
+# Where each public name lives. They are imported on first use: a worker process imports this
+# package too, and should not pay for Optuna, SQLAlchemy and Hydra's sweeps to measure a step.
+_PUBLIC = {
+    "advisor.app": ("SweepEvents", "SweepOutcome", "estimate", "recommend", "run", "sweep"),
+    "advisor.errors": ("AdvisorError", "ConfigError", "StoreError", "WorkloadError"),
+    "advisor.estimate": ("Estimate",),
+    "advisor.recommend": ("Recommendation",),
+    "advisor.result": ("Category", "Memory", "Status", "Throughput", "TrialResult"),
+    "advisor.spec": ("TrialSpec",),
+    "advisor.workload": ("Workload",),
+}
+_MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
+
+__all__ = sorted([*_MODULE_OF, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'advisor' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
@@ -13,22 +14,19 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from advisor import workload
+from advisor.errors import ConfigError
 from advisor.gpus import CONF_DIR, local_gpu
 from advisor.spec import (
     Checkpointing,
     Device,
-    InputKind,
-    InputSpec,
-    Loss,
-    ModelSpec,
     OptimizerSpec,
     Precision,
-    SpecError,
     TrialSpec,
+    WorkloadSpec,
 )
 
-# Keys of a model or optimizer node that describe it; the rest are the builder's arguments.
-MODEL_META_KEYS = ("name", "family", "input", "loss", "block", "seq_len")
+# Keys of an optimizer node that describe it; the rest are the builder's arguments.
 OPTIMIZER_META_KEYS = ("name", "algorithm")
 
 
@@ -64,7 +62,8 @@ class SpaceConfig:
 
 @dataclasses.dataclass
 class Config:
-    model: Any = None  # conf/model/NAME.yaml: _target_ and its arguments, input, loss, block
+    model: Any = None  # conf/model/NAME.yaml: a workload function (_target_) and its arguments
+    workload: str | None = None  # your own: path/to/file.py:function or package.module:function
     optimizer: Any = None  # conf/optimizer/NAME.yaml: a partial of a torch.optim class
     gpu: Any = None  # conf/gpu/NAME.yaml: the target GPU's profile; auto is the local one
     device: str = "auto"  # cuda, cpu, or auto: cuda where NVML finds a GPU
@@ -94,31 +93,45 @@ class Config:
 ConfigStore.instance().store(name="schema", node=Config)
 
 
-class ConfigError(ValueError):
-    """Configuration a user got wrong; the message is one line that says what to do."""
-
-
 def load(overrides: list[str]) -> DictConfig:
     """Compose conf/config.yaml with Hydra overrides such as ['model=gpt2', 'batch_size=8']."""
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             cfg = compose(config_name="config", overrides=overrides)
         OmegaConf.resolve(cfg)
-        return cfg
     except (HydraException, OmegaConfBaseException) as error:
         raise ConfigError(_one_line(error)) from None
+    _own_model_named(cfg, overrides)
+    return cfg
+
+
+def _own_model_named(cfg: DictConfig, overrides: list[str]) -> None:
+    """A model builder of the user's (model.module._target_=pkg.build) is not the config's
+    model: it takes its name from the builder and checkpoints no block, unless told."""
+    keys = {o.partition("=")[0].lstrip("+") for o in overrides}
+    replaced = [o.partition("=")[2] for o in overrides if o.partition("=")[0].lstrip("+") in
+                ("model.module._target_", "model.config._target_")]  # fmt: skip
+    if not replaced:
+        return
+    if "model.name" not in keys:
+        cfg.model.name = replaced[-1].rpartition(".")[2]
+    if "model.block" not in keys:
+        cfg.model.block = None
 
 
 def trial_spec(cfg: DictConfig) -> TrialSpec:
-    """The TrialSpec a composed config describes; SpecError says what is wrong with it."""
-    model = _node(cfg.model)
+    """The TrialSpec a composed config describes; ConfigError says what is wrong with it, and
+    WorkloadError what is wrong with the workload (loaded here, and one batch made on the CPU)."""
     optimizer = _node(cfg.optimizer)
-    model_spec = _model_spec(model)
+    model_spec = workload_spec(cfg)
     device = _device(cfg.device)
-    if cfg.channels_last and model_spec.input.kind is not InputKind.image:
-        raise SpecError(f"channels_last applies to image models; {model_spec.name} takes tokens")
+    if cfg.channels_last and not model_spec.image_input:
+        raise ConfigError(f"channels_last applies to image models; {model_spec.name} takes no images")
     if cfg.checkpointing is Checkpointing.blocks and not model_spec.block:
-        raise SpecError(f"model {model_spec.name} names no block to checkpoint; set model.block")
+        raise ConfigError(
+            f"{model_spec.name} names no block to checkpoint; set block= in its Workload "
+            "(or model.block=)"
+        )
     return TrialSpec(
         model=model_spec,
         optimizer=OptimizerSpec(
@@ -137,36 +150,43 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
     )
 
 
+def workload_spec(cfg: DictConfig) -> WorkloadSpec:
+    """The workload of a config: workload=FILE_OR_MODULE:FUNCTION, else the model's node (a
+    catalog function with its arguments)."""
+    if cfg.workload:
+        source, arguments = _absolute(str(cfg.workload)), {}
+    else:
+        node = _node(cfg.model)
+        if "_target_" not in node:
+            raise ConfigError("the model config has no _target_; name a workload with workload=")
+        source, arguments = str(node.pop("_target_")), node
+    text = _canonical(arguments)
+    described = workload.describe(source, text)
+    return WorkloadSpec(
+        name=described.name,
+        source=source,
+        arguments=text,
+        code=described.code,
+        versions=workload.library_versions(),
+        block=described.block,
+        family=described.family,
+        image_input=described.image_input,
+        tokens_per_sample=described.tokens_per_sample,
+    )
+
+
+def _absolute(source: str) -> str:
+    """A workload file's path made absolute, so the worker and later runs find it."""
+    module, sep, function = source.rpartition(":")
+    if sep and module.endswith(".py"):
+        return f"{Path(module).resolve()}:{function}"
+    return source
+
+
 def _node(config: Any) -> dict[str, Any]:
     node = OmegaConf.to_container(config)
     assert isinstance(node, dict)
     return {str(k): v for k, v in node.items()}
-
-
-def _model_spec(node: dict[str, Any]) -> ModelSpec:
-    if "_target_" not in node:
-        raise SpecError("the model config has no _target_; set model._target_=package.builder")
-    name = str(node.get("name") or node["_target_"])
-    if "input" not in node:
-        raise SpecError(f"model {name} does not say its input; set model.input (kind, shape)")
-    given = node["input"]
-    try:
-        input_spec = InputSpec(
-            kind=InputKind(given["kind"]),
-            shape=tuple(int(n) for n in given["shape"]),
-            num_classes=int(given["num_classes"]),
-        )
-        loss = Loss(node.get("loss", "classification"))
-    except (KeyError, ValueError, TypeError) as error:
-        raise SpecError(f"model {name}: bad input or loss ({error})") from None
-    return ModelSpec(
-        name=name,
-        builder=_canonical(_without(node, MODEL_META_KEYS)),
-        input=input_spec,
-        loss=loss,
-        block=node.get("block"),
-        family=str(node.get("family", name)),
-    )
 
 
 def _device(value: str) -> Device:
@@ -175,7 +195,7 @@ def _device(value: str) -> Device:
     try:
         return Device(value)
     except ValueError:
-        raise SpecError(f"unknown device {value!r}; choose cuda, cpu or auto") from None
+        raise ConfigError(f"unknown device {value!r}; choose cuda, cpu or auto") from None
 
 
 def _without(node: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 from advisor.allocator import OutOfMemory as AllocatorOutOfMemory
 from advisor.fake_step import FakeStep, fake_step, replayed_reserved, step_between
 from advisor.memory_model import Target, fit
-from advisor.result import Status, TrialResult
+from advisor.result import Category, Status, TrialResult
 from advisor.spec import Checkpointing, Device, TrialSpec
 
 # Defaults for what a fake run cannot see, from the H200's 54 trials in experiments/2026-11-30-
@@ -78,6 +78,12 @@ class Estimate:
             return self.spec.batch_size <= self.largest_batch
         return self.device_peak_bytes <= self.target.allowed_bytes
 
+    def categories(self) -> dict[Category, int]:
+        """The breakdown: the context as calibrated, the rest as the fake step counted it."""
+        s = self.step
+        return {c: self.context_bytes if c is Category.context else getattr(s, c.field)
+                for c in Category}  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         s = self.step
         return {
@@ -88,12 +94,7 @@ class Estimate:
                 "hash": self.spec.hash,
             },
             "memory": {
-                "context_bytes": self.context_bytes,
-                "params_bytes": s.params_bytes,
-                "activations_bytes": s.activations_bytes,
-                "grads_bytes": s.grads_bytes,
-                "optimizer_state_bytes": s.optimizer_state_bytes,
-                "inputs_bytes": s.inputs_bytes,
+                **{c.field: n for c, n in self.categories().items()},
                 "peak_allocated_bytes": self.peak_allocated_bytes,
                 "peak_reserved_bytes": self.peak_reserved_bytes,
                 "device_peak_bytes": self.device_peak_bytes,
@@ -268,9 +269,11 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
     what is free and the trial still runs (experiments/2026-11-30-h200-memory). History comes
     newest first."""
     measured = [
-        r for r in history
-        if r.spec.model == spec.model and r.status is Status.ok and r.memory is not None
-        and r.spec.device is Device.cuda and not _squeezed(r)
+        # rebuilt from this spec's workload, never from what a stored row names
+        dataclasses.replace(r, spec=dataclasses.replace(r.spec, model=spec.model))
+        for r in history
+        if r.spec.model.identity == spec.model.identity and r.status is Status.ok
+        and r.memory is not None and r.spec.device is Device.cuda and not _squeezed(r)
     ]  # fmt: skip
     if not measured:
         return None

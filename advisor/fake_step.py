@@ -26,12 +26,12 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn.modules.conv import _ConvNd
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_leaves
 
 from advisor.allocator import Block, CachingAllocator
 from advisor.cuda_emulation import step_precision
 from advisor.spec import Checkpointing, Device, TrialSpec
-from advisor.workload import build_model, checkpoint_blocks, compute_loss, make_batch
+from advisor.training import build_model, checkpoint_blocks, load, make_batch
 
 BLOCK = 512  # the caching allocator rounds every block to this many bytes
 TOP_MODULES = 10
@@ -42,6 +42,7 @@ class FakeStep:
     """What one fake training step showed, in allocator-rounded bytes."""
 
     params_bytes: int
+    buffers_bytes: int
     grads_bytes: int
     optimizer_state_bytes: int
     inputs_bytes: int
@@ -76,7 +77,8 @@ def fake_step(spec: TrialSpec) -> FakeStep:
     cpu = torch.device("cpu")
     # Built on the meta device (some initialisers read values back, which fake tensors cannot),
     # then given fake storage.
-    meta_model = build_model(spec, torch.device("meta"))
+    work = load(spec.model)
+    meta_model = build_model(work, torch.device("meta"))
     if spec.channels_last:  # before the fake storage: empty_like keeps the layout
         meta_model = meta_model.to(memory_format=torch.channels_last)
     with FakeTensorMode(allow_non_fake_inputs=True), counter:
@@ -85,9 +87,10 @@ def fake_step(spec: TrialSpec) -> FakeStep:
             _precision_inside_blocks(model, spec)
             checkpoint_blocks(model, spec.model.block or "")
         params = list(model.parameters())
-        params_bytes = counter.bytes_of([*params, *model.buffers()])
-        inputs, labels = make_batch(dataclasses.replace(spec, device=Device.cpu), cpu)
-        inputs_bytes = counter.bytes_of([inputs, labels])
+        params_bytes = counter.bytes_of(params)
+        buffers_bytes = counter.bytes_of(model.buffers())
+        batch = make_batch(work, spec, cpu)
+        inputs_bytes = counter.bytes_of(t for t in tree_leaves(batch) if isinstance(t, torch.Tensor))
         state_ratio, update_ratio = _optimizer_probe(spec.optimizer.builder)
         state_bytes = int(state_ratio * counter.bytes_of(params))
         counter.extra = state_bytes  # the optimizer's state stays alive through the step
@@ -99,7 +102,7 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         for _ in range(spec.grad_accum):
             before = counter.live
             with _module_activations(model, counter, top), step_precision(spec):
-                loss = compute_loss(spec.model.loss, model(inputs), labels) / spec.grad_accum
+                loss = work.compute_loss(model, batch) / spec.grad_accum
             activations = max(activations, counter.live - before)
             with _gradient_sums_marked(loss, counter):
                 loss.backward()
@@ -109,6 +112,7 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         update_peak = counter.live + state_bytes + int(update_ratio * grads_bytes)
     return FakeStep(
         params_bytes=params_bytes,
+        buffers_bytes=buffers_bytes,
         grads_bytes=grads_bytes,
         optimizer_state_bytes=state_bytes,
         inputs_bytes=inputs_bytes,

@@ -23,14 +23,14 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
 from advisor import gpus
 from advisor.config import MeasureConfig
 from advisor.result import Memory, Phase, Throughput
-from advisor.spec import Device, InputKind, TrialSpec
-from advisor.workload import Workload, build, build_model, compute_loss, make_batch, train_step
+from advisor.spec import Device, TrialSpec
+from advisor.training import Training, build, build_model, load, make_batch, train_step
 
 # fp16's GradScaler starts at a scale of 2**16 and halves it, skipping the optimizer step, while
 # gradients overflow: warm-up goes on (up to this many steps) until a step really updates, so
@@ -139,7 +139,7 @@ class StepMarks:
         self.peak_phase: Phase | None = None
         self.activations_bytes = 0
         self.grads_bytes = 0
-        self.workload: Workload | None = None
+        self.training: Training | None = None
         self._peak_seen = 0
         self._forward_start = 0
 
@@ -150,8 +150,8 @@ class StepMarks:
             self._forward_start = allocated
         elif phase is Phase.backward:
             self.activations_bytes = max(self.activations_bytes, allocated - self._forward_start)
-        elif phase is Phase.optimizer and self.workload is not None:
-            grads = (p.grad for p in self.workload.model.parameters() if p.grad is not None)
+        elif phase is Phase.optimizer and self.training is not None:
+            grads = (p.grad for p in self.training.model.parameters() if p.grad is not None)
             self.grads_bytes = tensor_bytes(grads)
         self.phase = phase
 
@@ -201,9 +201,9 @@ def measure(spec: TrialSpec, settings: MeasureConfig) -> tuple[Memory, Throughpu
     observed_request = _watch_cuda_oom() if spec.device is Device.cuda else None
     try:
         with memory.tracking():
-            workload = build(spec, device)
-            marks.workload = workload
-            skipped = warmup_step(workload, marks)  # the first: autotuning, compilation
+            training = build(spec, device)
+            marks.training = training
+            skipped = warmup_step(training, marks)  # the first: autotuning, compilation
             first_peak_allocated = memory.peak_allocated()
             first_peak_reserved = memory.peak_reserved()
             marks.restart_peak()
@@ -211,13 +211,15 @@ def measure(spec: TrialSpec, settings: MeasureConfig) -> tuple[Memory, Throughpu
             while warmup_steps < max(settings.warmup_steps, 3) or (
                 skipped and warmup_steps < MAX_WARMUP_STEPS
             ):
-                skipped = warmup_step(workload, marks)
+                skipped = warmup_step(training, marks)
                 warmup_steps += 1
-            params = [*workload.model.parameters(), *workload.model.buffers()]
-            params_bytes = tensor_bytes(params)
-            state_bytes = optimizer_state_bytes(workload.optimizer, device)
-            inputs_bytes = tensor_bytes([workload.inputs, workload.labels])
-        times = time_steps(workload, settings)
+            params_bytes = tensor_bytes(training.model.parameters())
+            buffers_bytes = tensor_bytes(training.model.buffers())
+            state_bytes = optimizer_state_bytes(training.optimizer, device)
+            inputs_bytes = tensor_bytes(
+                t for t in tree_leaves(training.batch) if isinstance(t, torch.Tensor)
+            )
+        times = time_steps(training, settings)
     except Exception as error:
         oom = _as_out_of_memory(error, marks.phase, observed_request)
         if oom is None:
@@ -230,10 +232,11 @@ def measure(spec: TrialSpec, settings: MeasureConfig) -> tuple[Memory, Throughpu
     context_bytes, nvml_bytes = _context_bytes(spec, device, used_before)
     median = statistics.median(times)
     samples_per_s = spec.effective_batch_size / median
-    tokens = spec.model.input.shape[0] if spec.model.input.kind is InputKind.tokens else None
+    tokens = spec.model.tokens_per_sample
     mem = Memory(
         context_bytes=context_bytes,
         params_bytes=params_bytes,
+        buffers_bytes=buffers_bytes,
         activations_bytes=marks.activations_bytes,
         grads_bytes=marks.grads_bytes,
         optimizer_state_bytes=state_bytes,
@@ -259,18 +262,18 @@ def measure(spec: TrialSpec, settings: MeasureConfig) -> tuple[Memory, Throughpu
     return mem, throughput
 
 
-def warmup_step(workload: Workload, marks: StepMarks) -> bool:
+def warmup_step(training: Training, marks: StepMarks) -> bool:
     """One marked step; True if fp16's GradScaler skipped the optimizer step (inf gradients)."""
-    scaler = workload.scaler
+    scaler = training.scaler
     scale = scaler.get_scale() if scaler.is_enabled() else None
-    train_step(workload, marks.mark)
+    train_step(training, marks.mark)
     marks.end_step()
     return scale is not None and scaler.get_scale() < scale
 
 
-def time_steps(workload: Workload, settings: MeasureConfig) -> list[float]:
+def time_steps(training: Training, settings: MeasureConfig) -> list[float]:
     """Step times in seconds: timed in chunks until the spread is small or a limit is hit."""
-    cuda = workload.inputs.device.type == "cuda"
+    cuda = training.spec.device is Device.cuda
     times: list[float] = []
     started = time.perf_counter()
     while True:
@@ -280,14 +283,14 @@ def time_steps(workload: Workload, settings: MeasureConfig) -> list[float]:
                 begin = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
                 begin.record()
-                train_step(workload)
+                train_step(training)
                 end.record()
                 events.append((begin, end))
             torch.cuda.synchronize()
             times += [b.elapsed_time(e) / 1000.0 for b, e in events]
         else:
             begin_s = time.perf_counter()
-            train_step(workload)
+            train_step(training)
             times.append(time.perf_counter() - begin_s)
         if len(times) >= settings.max_timed_steps:
             break
@@ -306,10 +309,11 @@ def count_flops(spec: TrialSpec) -> float | None:
     the meta device (nothing allocated), without checkpointing's recompute, as MFU counts them."""
     meta = torch.device("meta")
     try:
-        model = build_model(spec, meta)
-        inputs, labels = make_batch(spec, meta)
+        work = load(spec.model)
+        model = build_model(work, meta)
+        batch = make_batch(work, spec, meta)
         with FlopCounterMode(display=False) as counter:
-            compute_loss(spec.model.loss, model(inputs), labels).backward()
+            work.compute_loss(model, batch).backward()
         return float(counter.get_total_flops() * spec.grad_accum)
     except Exception:  # a model that meta tensors cannot run: no MFU, the rest stands
         return None

@@ -100,3 +100,26 @@ def _speed(r: TrialResult) -> float:
 
 def _peak(r: TrialResult) -> int:
     return r.memory.device_peak_bytes if r.memory else 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Against:
+    """The recommendation held against the user's own settings (the sweep's baseline)."""
+
+    speedup: float  # the recommended setting's samples/s over the baseline's
+    memory_saved_bytes: int  # the baseline's device peak less the recommended one's (< 0: more)
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def against(baseline: TrialResult | None, best: TrialResult | None) -> Against | None:
+    """How the recommended setting compares with the baseline, where both were measured."""
+    if baseline is None or best is None or baseline.status is not Status.ok:
+        return None
+    if baseline.memory is None or best.memory is None or _speed(baseline) <= 0:
+        return None
+    return Against(
+        speedup=_speed(best) / _speed(baseline),
+        memory_saved_bytes=baseline.memory.device_peak_bytes - best.memory.device_peak_bytes,
+    )

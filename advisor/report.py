@@ -12,20 +12,22 @@ from rich.text import Text
 
 from advisor.estimate import Calibration, Estimate
 from advisor.memory_model import Target
-from advisor.recommend import Recommendation
-from advisor.result import Memory, Status, TrialResult
+from advisor.recommend import Recommendation, against
+from advisor.result import Category, Memory, Status, TrialResult
 from advisor.search import Step, SweepProgress
 from advisor.spec import TrialSpec
 
 # The categories of a breakdown, in the order they are stacked, with their colours.
-CATEGORIES = [
-    ("context_bytes", "CUDA context", "grey50"),
-    ("params_bytes", "parameters", "blue"),
-    ("optimizer_state_bytes", "optimizer state", "magenta"),
-    ("grads_bytes", "gradients", "yellow"),
-    ("activations_bytes", "activations", "green"),
-    ("inputs_bytes", "inputs", "cyan"),
-]
+COLOURS = {
+    Category.context: "grey50",
+    Category.params: "blue",
+    Category.buffers: "bright_blue",
+    Category.optimizer_state: "magenta",
+    Category.grads: "yellow",
+    Category.activations: "green",
+    Category.inputs: "cyan",
+}
+CATEGORIES = [(c.field, c.label, COLOURS[c]) for c in Category]
 OVERHEAD = ("allocator_overhead_bytes", "allocator overhead", "red")
 BAR_WIDTH = 60
 NOISY_SPREAD = 0.05  # step times varying more than this (IQR / median) are flagged
@@ -289,6 +291,30 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
     return Group(*lines)
 
 
+def baseline_line(baseline: TrialResult | None, rec: Recommendation) -> Text:
+    """The recommendation against the user's own settings, in one line."""
+    if baseline is None:
+        return Text("your current settings were judged not to fit without running them")
+    setting = describe_spec(baseline.spec)
+    if baseline.status is not Status.ok:
+        return Text(f"your current settings ({setting}) did not run: {baseline.status.value}")
+    if not rec.target.fits(baseline):
+        verdict = "do not fit the target"
+    else:
+        verdict = "fit the target"
+    versus = against(baseline, rec.best)
+    if versus is None:
+        return Text(f"your current settings ({setting}) {verdict}")
+    if rec.best is not None and rec.best.spec.uncapped == baseline.spec.uncapped:
+        return Text(f"your current settings ({setting}) are the fastest that fit", style="bold")
+    saved = versus.memory_saved_bytes
+    memory = f"{gib(abs(saved))} {'less' if saved >= 0 else 'more'}"
+    return Text.assemble(
+        (f"{versus.speedup:.1f}x faster and {memory} ", "bold green"),
+        f"than your current settings ({setting}), which {verdict}",
+    )
+
+
 def _results_table(title: str, results: Sequence[TrialResult], target: Target) -> Table:
     table = Table(title=title, title_justify="left")
     for column in ("trial", "setting", "samples/s", "device peak", "fits"):
@@ -403,12 +429,7 @@ def estimate_report(e: Estimate) -> Group:
     table.add_column("category")
     table.add_column("size", justify="right")
     for label, value in [
-        ("CUDA context (+ libraries)", e.context_bytes),
-        ("parameters", s.params_bytes),
-        ("optimizer state", s.optimizer_state_bytes),
-        ("gradients", s.grads_bytes),
-        ("activations", s.activations_bytes),
-        ("inputs", s.inputs_bytes),
+        *((c.label, n) for c, n in e.categories().items()),
         ("peak allocated", e.peak_allocated_bytes),
         ("peak reserved", e.peak_reserved_bytes),
         ("device peak (reserved + context)", e.device_peak_bytes),

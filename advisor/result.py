@@ -29,6 +29,42 @@ class Phase(enum.Enum):
     optimizer = "optimizer"
 
 
+class Category(enum.Enum):
+    """Where memory goes, named as torch's MemTracker names its reference types
+    (torch.distributed._tools.mem_tracker._MemRefType), with the CUDA context before them. The
+    one list of categories: measure, estimate, store, report and JSON all derive theirs from it,
+    in this order (the order a breakdown is stacked)."""
+
+    context = "Context"  # the CUDA context and runtime: only NVML sees it
+    params = "Parameter"
+    buffers = "Buffer"
+    optimizer_state = "Optstate"
+    grads = "Gradient"
+    activations = "Activation"
+    inputs = "Inputs"
+
+    @property
+    def field(self) -> str:
+        """The name of its figure in Memory, the store and JSON: params -> params_bytes."""
+        return f"{self.name}_bytes"
+
+    @property
+    def label(self) -> str:
+        """How a person reads it."""
+        return _LABELS[self]
+
+
+_LABELS = {
+    Category.context: "CUDA context",
+    Category.params: "parameters",
+    Category.buffers: "buffers",
+    Category.optimizer_state: "optimizer state",
+    Category.grads: "gradients",
+    Category.activations: "activations",
+    Category.inputs: "inputs",
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Memory:
     """Where the memory went.
@@ -40,7 +76,8 @@ class Memory:
     """
 
     context_bytes: int  # CUDA context and runtime (NVML's process figure minus reserved); 0 on CPU
-    params_bytes: int  # parameters and buffers
+    params_bytes: int  # parameters (nn.Module.parameters())
+    buffers_bytes: int  # buffers (nn.Module.buffers(): BatchNorm's running statistics)
     activations_bytes: int  # saved for backward by one micro batch's forward
     grads_bytes: int  # parameter gradients
     optimizer_state_bytes: int  # optimizer state tensors (e.g. AdamW: exp_avg, exp_avg_sq)
@@ -53,6 +90,9 @@ class Memory:
     device_peak_bytes: int  # what the device must hold: peak reserved plus context
     nvml_process_bytes: int | None  # NVML's figure for the process at the end (context included)
     num_alloc_retries: int  # times the caching allocator freed its cache and retried (cudaMalloc)
+
+    def categories(self) -> dict[Category, int]:
+        return {c: getattr(self, c.field) for c in Category}
 
     @property
     def allocator_overhead_bytes(self) -> int:
@@ -139,6 +179,8 @@ def _part(value: Any) -> dict[str, Any] | None:
 
 def memory_from_dict(data: dict[str, Any]) -> Memory:
     data = {k: v for k, v in data.items() if k != "allocator_overhead_bytes"}
+    if data.get("buffers_bytes") is None:  # stored before buffers were apart: inside params
+        data["buffers_bytes"] = 0
     phase = data.get("peak_phase")
     return Memory(**{**data, "peak_phase": Phase(phase) if phase else None})
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from advisor import gpus
 from advisor.config import MeasureConfig
+from advisor.errors import WorkloadError
 from advisor.result import (
     Environment,
     Failure,
@@ -33,7 +34,8 @@ STDERR_TAIL_CHARS = 3000  # how much of a crashed worker's output a result keeps
 
 
 def run_trial(spec: TrialSpec, settings: MeasureConfig, timeout_s: float) -> TrialResult:
-    """Measure one spec in a fresh worker process; never raises for what the trial did."""
+    """Measure one spec in a fresh worker process; never raises for what the trial did, only
+    WorkloadError for a workload that breaks its contract (nothing to store)."""
     request = json.dumps({"spec": spec.to_dict(), "measure": dataclasses.asdict(settings)})
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="advisor-trial-") as tmp:
@@ -62,6 +64,8 @@ def run_trial(spec: TrialSpec, settings: MeasureConfig, timeout_s: float) -> Tri
         if worker.returncode != 0 or not result_path.exists():
             return _failed(spec, Status.crashed, _exit_text(worker.returncode, output), wall_s)
         outcome = json.loads(result_path.read_text())
+    if "workload_error" in outcome:
+        raise WorkloadError(outcome["workload_error"])
     return _with_mfu(
         TrialResult(
             spec=spec,

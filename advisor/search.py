@@ -164,6 +164,25 @@ class Sweeper:
                 )
             )
 
+    def first(self, spec: TrialSpec) -> None:
+        """Settle this spec before any other: the user's own settings, which the recommendation
+        is held against. Inside the space it is Optuna's first trial; outside, settled here."""
+        params = self.space.params(spec)
+        if params is not None:
+            self.study.enqueue_trial(params, skip_if_exists=True)
+            return
+        step = self._settle(spec)
+        if step.how == "repeat":
+            return
+        if step.result is not None and step.how in ("measured", "history"):
+            self.on_result(step.result, step.how == "history")
+        self.progress.steps.append(step)
+        self.on_step(self.progress, step)
+
+    def step_of(self, spec: TrialSpec) -> Step | None:
+        """How this sweep settled a spec, if it did."""
+        return self._told.get(spec.hash)
+
     def run(self, trials: int, minutes: float | None, patience: int) -> str:
         """Search until a budget is spent or nothing improves; the reason it stopped."""
         idle = 0
@@ -425,7 +444,8 @@ class Sweeper:
             assert r.memory is not None
             points.append((r.spec.batch_size, r.memory.device_peak_bytes))
             m = r.memory
-            fixed = m.context_bytes + m.params_bytes + m.grads_bytes + m.optimizer_state_bytes
+            fixed = m.context_bytes + m.params_bytes + m.buffers_bytes + m.grads_bytes
+            fixed += m.optimizer_state_bytes
         return fit(points, fixed)
 
     def fits(self) -> dict[str, AffineFit]:

@@ -12,15 +12,8 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 
 from advisor import config
 from advisor.config import SpaceConfig
-from advisor.spec import (
-    Checkpointing,
-    Device,
-    InputKind,
-    OptimizerSpec,
-    Precision,
-    SpecError,
-    TrialSpec,
-)
+from advisor.errors import ConfigError
+from advisor.spec import Checkpointing, Device, OptimizerSpec, Precision, TrialSpec
 
 START_BATCH = 32  # the designed start's micro batch, where the space allows it
 Choice = bool | int | float | str | None  # a value Optuna can choose for an axis
@@ -47,7 +40,7 @@ class Space:
     ) -> None:
         self.base, self.optimizers = base, optimizers
         self.effective_batch_size = effective_batch_size
-        image = base.model.input.kind is InputKind.image and len(base.model.input.shape) == 3
+        image = base.model.image_input
         cuda = base.device is Device.cuda
         axes: dict[str, Sequence[Choice]] = {
             "checkpointing": [c.value for c in config.checkpointing],
@@ -65,14 +58,14 @@ class Space:
         else:
             accum = [a for a in sorted(set(config.grad_accum)) if effective_batch_size % a == 0]
             if not accum:
-                raise SpecError(
+                raise ConfigError(
                     f"no grad_accum in {list(config.grad_accum)} divides effective_batch_size="
                     f"{effective_batch_size}; add one to space.grad_accum"
                 )
             axes["grad_accum"] = accum
         for name, values in axes.items():
             if not values:
-                raise SpecError(f"space.{name} is empty; give it at least one value")
+                raise ConfigError(f"space.{name} is empty; give it at least one value")
         # micro batches the sweep may climb to (none when the effective batch fixes them)
         self.batch_sizes: list[int] = (
             sorted(set(config.batch_sizes)) if effective_batch_size is None else []
@@ -163,7 +156,7 @@ def space_of(cfg: DictConfig, overrides: list[str], base: TrialSpec) -> Space:
         name: dataclasses.replace(base, optimizer=_optimizer(others, name)) for name in names
     }
     if cfg.effective_batch_size is not None and cfg.effective_batch_size < 1:
-        raise SpecError(f"effective_batch_size must be positive, got {cfg.effective_batch_size}")
+        raise ConfigError(f"effective_batch_size must be positive, got {cfg.effective_batch_size}")
     return Space(base, space_config, optimizers, cfg.effective_batch_size)
 
 

@@ -12,6 +12,8 @@ import hashlib
 import json
 from typing import Any
 
+from advisor.errors import ConfigError
+
 
 class Precision(enum.Enum):
     """How the step computes: plain fp32, fp32 with TF32 matmuls, or autocast to 16 bits."""
@@ -34,33 +36,45 @@ class Device(enum.Enum):
     cpu = "cpu"
 
 
-class InputKind(enum.Enum):
-    """What a model eats: images (float tensors) or token ids (int64 tensors)."""
-
-    image = "image"
-    tokens = "tokens"
-
-
-class Loss(enum.Enum):
-    classification = "classification"  # logits [B, C] against integer labels
-    causal_lm = "causal_lm"  # next-token prediction over [B, T, V] logits
-
-
 @dataclasses.dataclass(frozen=True)
-class InputSpec:
-    kind: InputKind
-    shape: tuple[int, ...]  # one sample: (C, H, W) for images, (T,) for tokens
-    num_classes: int  # classes for classification, vocabulary size for token models
+class WorkloadSpec:
+    """The workload a trial trains (advisor.Workload), as data: where the worker finds it, and
+    what identifies its code."""
 
-
-@dataclasses.dataclass(frozen=True)
-class ModelSpec:
     name: str
-    builder: str  # canonical JSON of the Hydra node that builds the model (with _target_)
-    input: InputSpec
-    loss: Loss
+    source: str  # its function: package.module:function or /absolute/path/file.py:function
+    arguments: str  # canonical JSON of the keyword arguments the function is called with
+    code: str  # sha256 (16 hex) of the source behind it: edited code is a new experiment
+    versions: tuple[tuple[str, str], ...]  # torch and the model libraries, (name, version)
     block: str | None  # class name of the module that activation checkpointing wraps
-    family: str  # cnn, vit, transformer...: models whose memory behaves alike
+    family: str  # workloads whose memory behaves alike
+    image_input: bool  # its batch holds 4-D float tensors (channels_last applies)
+    tokens_per_sample: int | None  # token models: the sequence length (tokens/s)
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        """The same workload, whatever the library versions and the folder of its file: what
+        calibration and recommend match history on (the versions are each trial's own)."""
+        return self.name, self.source.rsplit("/", 1)[-1], self.arguments, self.code
+
+    @property
+    def fingerprint(self) -> str:
+        """The code and the library versions together, as history shows them (16 hex)."""
+        text = json.dumps([self.code, self.versions], separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorkloadSpec:
+        if "source" not in data:  # stored before workloads (schema 0002): a model node
+            given = data.get("input", {})
+            image = given.get("kind") == "image" and len(given.get("shape", ())) == 3
+            tokens = given.get("shape", [None])[0] if given.get("kind") == "tokens" else None
+            return cls(
+                name=data["name"], source="", arguments=data.get("builder", "{}"), code="",
+                versions=(), block=data.get("block"), family=data.get("family", data["name"]),
+                image_input=image, tokens_per_sample=tokens,
+            )  # fmt: skip
+        return cls(**{**data, "versions": tuple(tuple(v) for v in data["versions"])})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +85,7 @@ class OptimizerSpec:
 
 @dataclasses.dataclass(frozen=True)
 class TrialSpec:
-    model: ModelSpec
+    model: WorkloadSpec
     optimizer: OptimizerSpec
     device: Device
     batch_size: int  # micro batch: samples per forward/backward
@@ -87,9 +101,9 @@ class TrialSpec:
         for name in ("batch_size", "grad_accum"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise SpecError(f"{name} must be a positive integer, got {value!r}")
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if self.memory_cap_bytes is not None and self.memory_cap_bytes < 1:
-            raise SpecError(f"memory_cap must be positive, got {self.memory_cap_bytes!r}")
+            raise ConfigError(f"memory_cap must be positive, got {self.memory_cap_bytes!r}")
 
     @property
     def effective_batch_size(self) -> int:
@@ -108,25 +122,19 @@ class TrialSpec:
 
     @property
     def hash(self) -> str:
-        """Identifies the same experiment across runs: sha256 of the canonical JSON, 16 hex."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
+        """Identifies the same experiment across runs: sha256 of the canonical JSON, 16 hex. A
+        workload file counts by its name and code, not by the folder it was found in."""
+        identity = self.to_dict()
+        source = identity["model"]["source"]
+        if ".py:" in source:
+            identity["model"]["source"] = source.rsplit("/", 1)[-1]
+        text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialSpec:
-        model = data["model"]
         return cls(
-            model=ModelSpec(
-                name=model["name"],
-                builder=model["builder"],
-                input=InputSpec(
-                    kind=InputKind(model["input"]["kind"]),
-                    shape=tuple(model["input"]["shape"]),
-                    num_classes=model["input"]["num_classes"],
-                ),
-                loss=Loss(model["loss"]),
-                block=model["block"],
-                family=model["family"],
-            ),
+            model=WorkloadSpec.from_dict(data["model"]),
             optimizer=OptimizerSpec(**data["optimizer"]),
             device=Device(data["device"]),
             batch_size=data["batch_size"],
@@ -142,10 +150,6 @@ class TrialSpec:
     @classmethod
     def from_json(cls, text: str) -> TrialSpec:
         return cls.from_dict(json.loads(text))
-
-
-class SpecError(ValueError):
-    """A setting that cannot describe a trial; the message says which and why."""
 
 
 def plain(value: Any) -> Any:

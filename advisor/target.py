@@ -8,7 +8,8 @@ from omegaconf import DictConfig
 from advisor import gpus
 from advisor.estimate import DEFAULT_CONTEXT_BYTES
 from advisor.memory_model import Target
-from advisor.spec import Device, SpecError
+from advisor.errors import ConfigError
+from advisor.spec import Device
 
 
 def target_of(cfg: DictConfig, device: Device) -> Target:
@@ -18,16 +19,16 @@ def target_of(cfg: DictConfig, device: Device) -> Target:
         try:
             memory = gpus.parse_bytes(gpu.memory)
         except ValueError as error:
-            raise SpecError(f"gpu.memory: {error}") from None
+            raise ConfigError(f"gpu.memory: {error}") from None
         name = gpu.name if gpu.name != "auto" else gpus.format_bytes(memory)
     elif device is Device.cuda and (local := gpus.local_gpu()) is not None:
         memory, name = local.memory_bytes, f"local {local.name}"
     else:
-        raise SpecError(
+        raise ConfigError(
             "no GPU here to fit: name one (gpu=a100_40gb) or a budget (gpu.memory=24GiB)"
         )
     if not 0 <= cfg.margin < 1:
-        raise SpecError(f"margin must be a fraction in [0, 1), got {cfg.margin}")
+        raise ConfigError(f"margin must be a fraction in [0, 1), got {cfg.margin}")
     return Target(name=name, memory_bytes=memory, margin=cfg.margin)
 
 

@@ -1,9 +1,10 @@
 """The worker: one trial in its own process (python -m advisor.worker RESULT_PATH).
 
 It reads {"spec": ..., "measure": ...} as JSON on stdin and writes {"status", "environment",
-"memory", "throughput", "failure"} as JSON to RESULT_PATH. An OOM is a result (exit 0); anything
-else that goes wrong raises, so the process exits non-zero and the runner records a crash with
-the tail of stderr. CUDA state, leaks and crashes stay in this process.
+"memory", "throughput", "failure"} as JSON to RESULT_PATH. An OOM is a result (exit 0); a
+workload that breaks its contract is reported as {"workload_error": message} (exit 0), which is
+the user's to fix and no result; anything else that goes wrong raises, so the process exits
+non-zero and the runner records a crash with the tail of stderr. CUDA state, leaks and crashes stay in this process.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch
 import advisor
 from advisor import gpus
 from advisor.config import MeasureConfig
+from advisor.errors import WorkloadError
 from advisor.measure import OutOfMemory, apply_memory_cap, measure
 from advisor.result import Environment, Failure, Status
 from advisor.spec import Device, TrialSpec, plain
@@ -34,6 +36,8 @@ def run(spec: TrialSpec, settings: MeasureConfig) -> dict[str, Any]:
         torch.backends.cudnn.benchmark = True
     try:
         memory, throughput = measure(spec, settings)
+    except WorkloadError as error:
+        return {"workload_error": str(error)}
     except OutOfMemory as oom:
         failure = Failure(phase=oom.phase, requested_bytes=oom.requested_bytes, message=str(oom))
         return {

@@ -1,125 +1,256 @@
-"""What a trial trains: the model, optimizer, scaler and synthetic batch of a spec; the step.
+"""The workload contract: what a user trains, as advisor measures it.
 
-Everything is built fresh for each trial, in the worker process, directly on the device.
+A Workload says how to build the model, make one batch and compute the loss. The bundled models
+are workloads (advisor/catalog.py) and so are the user's: a function returning a Workload, named
+as `path/to/file.py:function` or `package.module:function`. Each trial calls that function again
+in its own process, so the function is the unit advisor can name, store and rebuild; a changed
+source file is a new experiment (see code_hash).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import functools
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
 import json
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 import torch
-from hydra.utils import instantiate
 from torch import nn
 from torch.nn import functional as F
+from torch.utils._pytree import tree_leaves
 
-from advisor.result import Phase
-from advisor.spec import Checkpointing, InputKind, Loss, Precision, TrialSpec
+from advisor.errors import WorkloadError
+
+# Libraries whose version is part of a trial's identity: they build the models.
+MODEL_LIBRARIES = ("torch", "torchvision", "transformers", "timm")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Workload:
-    spec: TrialSpec
-    model: nn.Module
-    optimizer: torch.optim.Optimizer
-    scaler: torch.amp.GradScaler  # disabled (a no-op) unless precision is fp16
-    inputs: torch.Tensor  # one micro batch, reused by every micro step
-    labels: torch.Tensor
+    """What a trial trains.
 
-    def autocast(self) -> contextlib.AbstractContextManager[None]:
-        dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}
-        if self.spec.precision not in dtype:
-            return contextlib.nullcontext()
-        return torch.autocast(self.inputs.device.type, dtype=dtype[self.spec.precision])
+    model: builds the nn.Module; called under the trial's device (torch.device context).
+    batch: batch(batch_size, device) returns one batch: a tensor, tuple or dict (any pytree).
+    loss: loss(model, batch) returns the scalar loss. Default: model(**batch).loss for a dict
+      batch (transformers' own loss), cross entropy of model(x) against y for an (x, y) tuple.
+    block: the module class (or its name) that activation checkpointing wraps.
+    family: workloads whose memory behaves alike (default: the name).
+    """
 
+    name: str
+    model: Callable[[], nn.Module]
+    batch: Callable[[int, torch.device], Any]
+    loss: Callable[[nn.Module, Any], torch.Tensor] | None = None
+    block: type[nn.Module] | str | None = None
+    family: str | None = None
 
-def _no_mark(phase: Phase) -> None:
-    pass
+    @property
+    def block_name(self) -> str | None:
+        return self.block if isinstance(self.block, str) or self.block is None else self.block.__name__
 
-
-def train_step(w: Workload, mark: Callable[[Phase], None] = _no_mark) -> None:
-    """One optimizer step over grad_accum micro batches; mark(phase) is called as each begins."""
-    accum = w.spec.grad_accum
-    for _ in range(accum):
-        mark(Phase.forward)
-        with w.autocast():
-            loss = compute_loss(w.spec.model.loss, w.model(w.inputs), w.labels) / accum
-        mark(Phase.backward)
-        w.scaler.scale(loss).backward()
-        del loss
-    mark(Phase.optimizer)
-    w.scaler.step(w.optimizer)
-    w.scaler.update()
-    w.optimizer.zero_grad(set_to_none=True)
+    def compute_loss(self, model: nn.Module, batch: Any) -> torch.Tensor:
+        """The loss of one batch, checked to be a scalar tensor."""
+        loss = self.loss(model, batch) if self.loss is not None else default_loss(model, batch)
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            got = f"shape {list(loss.shape)}" if isinstance(loss, torch.Tensor) else type(loss).__name__
+            raise WorkloadError(
+                f"{self.name}: the loss must be a scalar tensor, got {got}; reduce it (e.g. .mean())"
+            )
+        return loss
 
 
-def compute_loss(kind: Loss, output: object, labels: torch.Tensor) -> torch.Tensor:
-    logits = output.logits if hasattr(output, "logits") else output  # transformers' outputs
-    assert isinstance(logits, torch.Tensor)
-    if kind is Loss.causal_lm:  # predict token t+1 from tokens up to t
-        return F.cross_entropy(logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten())
-    return F.cross_entropy(logits, labels)
-
-
-def build(spec: TrialSpec, device: torch.device) -> Workload:
-    set_precision_flags(spec.precision)
-    model = build_model(spec, device)
-    if spec.channels_last:
-        model = model.to(memory_format=torch.channels_last)
-    if spec.checkpointing is Checkpointing.blocks:
-        checkpoint_blocks(model, spec.model.block or "")
-    optimizer = instantiate(json.loads(spec.optimizer.builder))(model.parameters())
-    if spec.compile:
-        model = torch.compile(model)  # type: ignore[assignment]
-    inputs, labels = make_batch(spec, device)
-    scaler = torch.amp.GradScaler(device.type, enabled=spec.precision is Precision.fp16)
-    return Workload(spec, model, optimizer, scaler, inputs, labels)
-
-
-def build_model(spec: TrialSpec, device: torch.device) -> nn.Module:
-    """The model, its parameters created directly on the device (meta: no memory at all)."""
-    with torch.device(device):
-        model = instantiate(json.loads(spec.model.builder))
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"{spec.model.name}: the builder returned {type(model).__name__}")
-    return model.train()
-
-
-def make_batch(spec: TrialSpec, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Synthetic data of the model's real input shape, made on the device."""
-    shape = (spec.batch_size, *spec.model.input.shape)
-    n = spec.model.input.num_classes
-    if spec.model.input.kind is InputKind.tokens:
-        tokens = torch.randint(n, shape, device=device)
-        return tokens, tokens  # causal LM: the labels are the tokens themselves, shifted
-    inputs = torch.randn(shape, device=device)
-    if spec.channels_last and inputs.dim() == 4:
-        inputs = inputs.contiguous(memory_format=torch.channels_last)
-    return inputs, torch.randint(n, (spec.batch_size,), device=device)
-
-
-def checkpoint_blocks(model: nn.Module, block: str) -> None:
-    """Recompute each module of class `block` in backward instead of keeping its activations."""
-    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
-        apply_activation_checkpointing,
+def default_loss(model: nn.Module, batch: Any) -> torch.Tensor:
+    """transformers' own loss for a dict batch; cross entropy for an (x, y) tuple."""
+    if isinstance(batch, Mapping):
+        output = model(**batch)
+        loss = getattr(output, "loss", None)
+        if loss is None and isinstance(output, Mapping):
+            loss = output.get("loss")
+        if loss is None:
+            raise WorkloadError(
+                "model(**batch) returned no loss; put the labels in the batch or give loss=..."
+            )
+        return loss
+    if isinstance(batch, tuple | list) and len(batch) == 2:
+        inputs, labels = batch
+        output = model(inputs)
+        logits = getattr(output, "logits", output)
+        if not isinstance(logits, torch.Tensor):
+            raise WorkloadError(f"model(x) returned {type(output).__name__}; give loss=...")
+        return F.cross_entropy(logits.flatten(0, -2), labels.flatten())
+    raise WorkloadError(
+        f"no default loss for a batch of type {type(batch).__name__}: return a dict or an "
+        "(x, y) tuple from batch(), or give loss=..."
     )
 
-    if not any(type(m).__name__ == block for m in model.modules()):
-        raise ValueError(f"checkpointing: the model has no module of class {block!r}")
-    apply_activation_checkpointing(model, check_fn=lambda m: type(m).__name__ == block)
-    config = getattr(model, "config", None)
-    if config is not None and getattr(config, "use_cache", False):
-        # No KV cache, as transformers' own gradient checkpointing sets it: the recompute would
-        # append each block's keys and values to it a second time, and compiled, it fails on
-        # the causal mask (experiments/2026-11-30-h200-compile-ckpt).
-        config.use_cache = False
+
+@dataclasses.dataclass(frozen=True)
+class Described:
+    """What the parent process learns of a workload before any trial: from the function's
+    return value and one batch of one sample made on the CPU."""
+
+    name: str
+    block: str | None
+    family: str
+    image_input: bool  # the batch holds 4-D float tensors: channels_last applies
+    tokens_per_sample: int | None  # token models: the sequence length, for tokens/s
+    code: str  # code_hash of the source
 
 
-def set_precision_flags(precision: Precision) -> None:
-    """fp32 means true fp32; tf32 turns TF32 on; the autocast settings leave torch's defaults."""
-    if precision in (Precision.fp32, Precision.tf32):
-        allow = precision is Precision.tf32
-        torch.backends.cuda.matmul.allow_tf32 = allow
-        torch.backends.cudnn.allow_tf32 = allow
+def load(source: str, arguments: Mapping[str, Any] | None = None) -> Workload:
+    """Call the function named by source with the arguments (data, from the config) and check
+    that it returns a Workload."""
+    function = resolve(source)
+    try:
+        workload = function(**(arguments or {}))
+    except WorkloadError:
+        raise
+    except Exception as error:
+        raise WorkloadError(f"{source} raised {_error_line(error)}") from None
+    if not isinstance(workload, Workload):
+        raise WorkloadError(
+            f"{source} returned {type(workload).__name__}; it must return an advisor.Workload"
+        )
+    return workload
+
+
+@functools.lru_cache(maxsize=64)
+def describe(source: str, arguments: str) -> Described:
+    """Load the workload, make a batch of one sample on the CPU, and say what it is."""
+    workload = load(source, json.loads(arguments))
+    batch = make_batch(workload, 1, torch.device("cpu"))
+    tensors = [t for t in tree_leaves(batch) if isinstance(t, torch.Tensor)]
+    if not tensors:
+        raise WorkloadError(f"{workload.name}: batch(1, cpu) returned no tensors")
+    image = any(t.dim() == 4 and t.is_floating_point() for t in tensors)
+    ids = batch.get("input_ids") if isinstance(batch, Mapping) else None
+    if not isinstance(ids, torch.Tensor):
+        ids = next((t for t in tensors if t.dim() == 2 and not t.is_floating_point()), None)
+    return Described(
+        name=workload.name,
+        block=workload.block_name,
+        family=workload.family or workload.name,
+        image_input=image,
+        tokens_per_sample=int(ids.shape[-1]) if ids is not None else None,
+        code=code_hash(source, arguments),
+    )
+
+
+def make_batch(workload: Workload, batch_size: int, device: torch.device) -> Any:
+    """workload.batch, with what it raises (other than running out of memory) as the
+    workload's fault."""
+    try:
+        return workload.batch(batch_size, device)
+    except torch.OutOfMemoryError:
+        raise
+    except Exception as error:
+        if "tried to allocate" in str(error):  # the CPU allocator's out of memory
+            raise
+        raise WorkloadError(
+            f"{workload.name}: batch({batch_size}, {device}) raised {_error_line(error)}"
+        ) from None
+
+
+def resolve(source: str) -> Callable[..., Any]:
+    """The function a source names: path/to/file.py:function, package.module:function, or
+    package.module.function (Hydra's _target_)."""
+    module_name, sep, attribute = source.rpartition(":")
+    if not sep:
+        module_name, _, attribute = source.rpartition(".")
+    if not module_name or not attribute:
+        raise WorkloadError(
+            f"cannot read workload {source!r}; give path/to/file.py:function or "
+            "package.module:function"
+        )
+    module = _module_from_file(module_name) if module_name.endswith(".py") else None
+    if module is None:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            raise WorkloadError(
+                f"cannot import {module_name} for {source}: {_error_line(error)}"
+            ) from None
+    function = getattr(module, attribute, None)
+    if not callable(function):
+        raise WorkloadError(f"{module_name} has no function {attribute!r}; check the workload name")
+    return function  # type: ignore[no-any-return]
+
+
+def _module_from_file(path_text: str) -> Any:
+    """Import a workload file as a module named after it, its folder importable (so it can
+    import its neighbours, in this process and in the worker)."""
+    path = Path(path_text).resolve()
+    if not path.is_file():
+        raise WorkloadError(f"workload file {path_text} does not exist; give path/to/file.py:function")
+    name = f"advisor_workload_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[name]
+        raise WorkloadError(f"importing {path_text} raised {_error_line(error)}") from None
+    return module
+
+
+def code_hash(source: str, arguments: str) -> str:
+    """sha256 (16 hex) of the source files behind a workload: the file or module of its
+    function, and of every _target_ its arguments name outside the model libraries (whose
+    versions are recorded instead)."""
+    digest = hashlib.sha256()
+    for path in sorted(_source_files(source, json.loads(arguments))):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _source_files(source: str, arguments: Any) -> set[Path]:
+    files = set()
+    for target in [source, *_targets(arguments)]:
+        module_name = target.rpartition(":")[0] or target.rpartition(".")[0]
+        if module_name.endswith(".py"):
+            files.add(Path(module_name).resolve())
+        elif module_name.split(".")[0] not in MODEL_LIBRARIES:
+            module = sys.modules.get(module_name) or importlib.import_module(module_name)
+            if getattr(module, "__file__", None):
+                files.add(Path(module.__file__))
+    return files
+
+
+def _targets(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["_target_"]] if isinstance(node.get("_target_"), str) else []
+        return found + [t for value in node.values() for t in _targets(value)]
+    if isinstance(node, list):
+        return [t for value in node for t in _targets(value)]
+    return []
+
+
+@functools.cache
+def library_versions() -> tuple[tuple[str, str], ...]:
+    """The installed versions of torch and the model libraries."""
+    versions = []
+    for name in MODEL_LIBRARIES:
+        try:
+            versions.append((name, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return tuple(versions)
+
+
+def _error_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

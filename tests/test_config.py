@@ -4,7 +4,7 @@ import pytest
 from conftest import spec_of
 
 from advisor.config import ConfigError, load, trial_spec
-from advisor.spec import Checkpointing, InputKind, Precision, SpecError
+from advisor.spec import Checkpointing, InputKind, Precision, ConfigError
 
 
 def test_defaults_are_what_a_user_expects():
@@ -60,5 +60,5 @@ def test_bad_config_gets_one_line(overrides, message):
     ],
 )
 def test_bad_settings_get_one_line(overrides, message):
-    with pytest.raises(SpecError, match=message):
+    with pytest.raises(ConfigError, match=message):
         trial_spec(load(overrides))

@@ -7,7 +7,7 @@ import sys
 import pytest
 from conftest import spec_of
 
-from advisor.spec import Precision, SpecError, TrialSpec
+from advisor.spec import Precision, ConfigError, TrialSpec
 
 
 def test_equal_settings_hash_equal_and_round_trip():
@@ -62,7 +62,7 @@ def test_spec_is_frozen_and_hashable():
     "field,value", [("batch_size", 0), ("grad_accum", -1), ("batch_size", 1.5)]
 )
 def test_bad_sizes_are_refused(field, value):
-    with pytest.raises(SpecError, match=field):
+    with pytest.raises(ConfigError, match=field):
         dataclasses.replace(spec_of(), **{field: value})
 
 

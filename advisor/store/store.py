@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from advisor.errors import StoreError
 from advisor.gpus import CONF_DIR
 from advisor.result import (
     Environment,
@@ -39,10 +40,6 @@ STUDY_URL_VARIABLE = "ADVISOR_STUDY_DB_URL"
 _MEMORY_FIELDS = [f.name for f in dataclasses.fields(Memory)]
 _THROUGHPUT_FIELDS = [f.name for f in dataclasses.fields(Throughput)]
 _ENVIRONMENT_FIELDS = [f.name for f in dataclasses.fields(Environment)]
-
-
-class StoreError(RuntimeError):
-    """The database cannot be opened or written; the message says which and what to do."""
 
 
 def default_url() -> str:
@@ -247,6 +244,7 @@ def _trial_row(result: TrialResult, now: datetime.datetime) -> TrialRow:
         compile=spec.compile,
         expandable_segments=spec.expandable_segments,
         memory_cap_bytes=spec.memory_cap_bytes,
+        fingerprint=spec.model.fingerprint,
         status=result.status.value,
         wall_s=result.wall_s,
     )

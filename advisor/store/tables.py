@@ -53,6 +53,8 @@ class TrialRow(Base):
     compile: Mapped[bool]
     expandable_segments: Mapped[bool]
     memory_cap_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # the workload's code and library versions (WorkloadSpec.fingerprint); None before 0003
+    fingerprint: Mapped[str | None] = mapped_column(String(16))
 
     status: Mapped[str] = mapped_column(String(20), index=True)
     wall_s: Mapped[float] = mapped_column(Float)
@@ -65,6 +67,7 @@ class TrialRow(Base):
 
     context_bytes: Mapped[int | None] = mapped_column(BigInteger)
     params_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    buffers_bytes: Mapped[int | None] = mapped_column(BigInteger)  # None before 0003: in params
     activations_bytes: Mapped[int | None] = mapped_column(BigInteger)
     grads_bytes: Mapped[int | None] = mapped_column(BigInteger)
     optimizer_state_bytes: Mapped[int | None] = mapped_column(BigInteger)

@@ -1,0 +1,269 @@
+"""What each verb does, for the command line and for Python alike: functions that print nothing
+and return dataclasses. cli.py parses and renders around them; advisor/__init__.py exports them.
+
+Settings are those of `advisor run` (conf/config.yaml), given as Hydra overrides, as keyword
+arguments (batch_size=8, precision="bf16", gpu={"memory": "24GiB"}), or both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from omegaconf import DictConfig
+
+from advisor import gpus, search, study
+from advisor.config import MeasureConfig, load, trial_spec
+from advisor.errors import WorkloadError
+from advisor.estimate import Estimate, Estimator
+from advisor.estimate import estimate as estimate_spec
+from advisor.memory_model import Target
+from advisor.recommend import Recommendation
+from advisor.recommend import recommend as recommend_from
+from advisor.result import Status, TrialResult
+from advisor.runner import run_trial
+from advisor.space import space_of
+from advisor.spec import Device, TrialSpec
+from advisor.store.store import Store, Sweep, study_url
+from advisor.target import target_of, trial_cap
+from advisor.workload import Workload
+
+# A workload as the Python API takes it: a bundled model's name ("resnet50"), a source
+# ("path/to/file.py:function", "package.module:function"), or the function itself.
+WorkloadLike = str | Callable[[], Workload] | None
+
+
+def configure(workload: WorkloadLike = None, overrides: Sequence[str] = (), **settings: Any) -> DictConfig:
+    """The composed config: the overrides, then the keyword settings, then the workload."""
+    items = [*overrides, *as_overrides(settings)]
+    if workload is not None:
+        items.append(_workload_override(workload))
+    return load(items)
+
+
+def run(workload: WorkloadLike = None, *, overrides: Sequence[str] = (), **settings: Any) -> TrialResult:
+    """Measure one setting in its own process and store it."""
+    cfg = configure(workload, overrides, **settings)
+    return measure(trial_spec(cfg), cfg)
+
+
+def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
+    """Measure a spec composed from cfg, and store it (the database is opened first)."""
+    store = Store(cfg.db_url)
+    return store.add(run_trial(spec, MeasureConfig(**cfg.measure), cfg.timeout_s))
+
+
+def estimate(workload: WorkloadLike = None, *, overrides: Sequence[str] = (), **settings: Any) -> Estimate:
+    """The memory breakdown of a setting on a GPU, without one (fake tensors), calibrated on
+    the stored history of the same workload."""
+    cfg = configure(workload, ["device=cuda", *overrides], **settings)
+    spec = trial_spec(cfg)
+    target = target_of(cfg, spec.device)
+    history = Store(cfg.db_url).trials(model=spec.model.name, status="ok")
+    return estimate_spec(spec, target, history)
+
+
+def recommend(
+    workload: WorkloadLike = None, *, overrides: Sequence[str] = (), **settings: Any
+) -> Recommendation:
+    """The fastest stored setting that fits the target, from history alone. GPU measurements
+    count unless device= says otherwise."""
+    given = [*overrides, *as_overrides(settings)]
+    device = [] if any(o.startswith("device=") for o in given) else ["device=cuda"]
+    cfg = configure(workload, [*device, *given])
+    base = trial_spec(cfg)
+    target = target_of(cfg, base.device)
+    history = [
+        r
+        for r in Store(cfg.db_url).trials(model=base.model.name, status="ok")
+        if r.spec.model.identity == base.model.identity and r.spec.device is base.device
+    ]
+    return recommend_from(history, target, cfg.effective_batch_size)
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepOutcome:
+    sweep_id: int
+    target: Target
+    device_name: str
+    stop_reason: str
+    # the settings given (or the defaults), measured first: what the recommendation is held
+    # against. None when judged not to fit without running.
+    baseline: TrialResult | None
+    recommendation: Recommendation
+    confirmation: TrialResult | None  # the recommended setting run under the target's cap
+    results: list[TrialResult]  # every result the sweep used
+    largest_batches: dict[str, tuple[TrialSpec, int, str]]  # family: (spec, batch, by what)
+
+
+@dataclasses.dataclass
+class SweepEvents:
+    """What a sweep tells as it goes (the command line shows it; Python callers may listen)."""
+
+    started: Callable[[int, str, int], None] = lambda sweep_id, what, resumed: None
+    step: Callable[[search.SweepProgress, search.Step], None] = lambda progress, step: None
+    measuring: Callable[[TrialSpec], contextlib.AbstractContextManager[Any]] = (
+        lambda spec: contextlib.nullcontext()
+    )
+
+
+def sweep(
+    workload: WorkloadLike = None,
+    *,
+    overrides: Sequence[str] = (),
+    events: SweepEvents | None = None,
+    **settings: Any,
+) -> SweepOutcome:
+    """Search the settings for the fastest that fits the target, measuring each for real;
+    first the settings given (the baseline). Running it again resumes."""
+    events = events or SweepEvents()
+    given = [*overrides, *as_overrides(settings)]
+    cfg = configure(workload, given)
+    base = trial_spec(cfg)
+    target = target_of(cfg, base.device)
+    local = gpus.local_gpu() if base.device is Device.cuda else None
+    cap = trial_cap(target, local.memory_bytes if local else None)
+    if base.memory_cap_bytes is None and cap is not None:
+        base = dataclasses.replace(base, memory_cap_bytes=cap)
+    space = space_of(cfg, [*given, *([_workload_override(workload)] if workload else [])], base)
+    store = Store(cfg.db_url)
+    device_name, torch_version = local_device(base.device)
+    backend = search.WorkerBackend(
+        store, MeasureConfig(**cfg.measure), cfg.timeout_s, device_name, torch_version
+    )
+    key = study.sweep_key(space, target, device_name, torch_version)
+    record = store.open_sweep(
+        Sweep(key, base.model.name, target.name, target.memory_bytes, target.margin,
+              space.effective_batch_size)
+    )  # fmt: skip
+    assert record.id is not None
+    sweep_id = record.id
+    optuna_study = study.open_study(cfg.study_db_url or study_url(), key)
+    earlier = store.sweep_trials(sweep_id)
+    events.started(
+        sweep_id,
+        f"{base.model.name} on {device_name} for {target.name} ({space.size()} points)",
+        len(earlier),
+    )
+    history = store.trials(model=base.model.name)
+    sweeper = search.Sweeper(
+        space,
+        target,
+        _Announcing(backend, events),
+        optuna_study,
+        on_step=events.step,
+        on_result=lambda result, reused: store.link(sweep_id, result.id or 0, reused),
+        estimate=Estimator(history),
+    )
+    sweeper.resume(earlier)
+    sweeper.warm_start(
+        [r for r in history if r.environment and r.environment.device_name == device_name]
+    )
+    sweeper.first(base)
+    reason = sweeper.run(cfg.trials, cfg.minutes, cfg.patience)
+    results = list(sweeper.results.values())
+    rec = recommend_from(results, target, space.effective_batch_size)
+    confirmation = None
+    while rec.best is not None and cap is not None:
+        if rec.best.spec.memory_cap_bytes == cap:  # measured under the cap: confirmed
+            confirmation = rec.best
+            break
+        with events.measuring(dataclasses.replace(rec.best.spec, memory_cap_bytes=cap)):
+            confirmation = search.confirm_under_cap(backend, rec.best, cap)
+        store.link(sweep_id, confirmation.id or 0, False)
+        if confirmation.status is Status.ok:
+            break
+        results = [r for r in results if r.spec.uncapped != rec.best.spec.uncapped]
+        rec = recommend_from(results, target, space.effective_batch_size)
+    store.finish_sweep(sweep_id, reason)
+    baseline = sweeper.step_of(base)
+    return SweepOutcome(
+        sweep_id=sweep_id,
+        target=target,
+        device_name=device_name,
+        stop_reason=reason,
+        baseline=baseline.result if baseline is not None else None,
+        recommendation=rec,
+        confirmation=confirmation,
+        results=results,
+        largest_batches=dict(sweeper.largest_batches),
+    )
+
+
+class _Announcing:
+    """The backend, telling the events which spec it is measuring."""
+
+    def __init__(self, backend: search.WorkerBackend, events: SweepEvents) -> None:
+        self.backend, self.events = backend, events
+
+    def measure(self, spec: TrialSpec) -> TrialResult:
+        with self.events.measuring(spec):
+            return self.backend.measure(spec)
+
+    def measured_before(self, spec: TrialSpec) -> TrialResult | None:
+        return self.backend.measured_before(spec)
+
+
+def local_device(device: Device) -> tuple[str, str]:
+    """The name the worker will report for this device, and torch's version (no CUDA init)."""
+    import torch
+
+    gpu = gpus.local_gpu() if device is Device.cuda else None
+    return (gpu.name if gpu else gpus.cpu_name()), torch.__version__
+
+
+def as_overrides(settings: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Keyword settings as Hydra overrides: batch_size=8 -> 'batch_size=8', gpu={'memory':
+    '24GiB'} -> 'gpu.memory=24GiB', space={'precision': ['bf16']} -> 'space.precision=[bf16]'."""
+    items = []
+    for key, value in settings.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            items.extend(as_overrides(value, f"{name}."))
+        else:
+            items.append(f"{name}={_hydra_value(value)}")
+    return items
+
+
+def _hydra_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_hydra_value(v) for v in value) + "]"
+    return str(getattr(value, "value", value))
+
+
+def _workload_override(workload: WorkloadLike) -> str:
+    if isinstance(workload, Workload):
+        raise WorkloadError(
+            f"pass the function that returns workload {workload.name!r}, not the Workload: each "
+            "trial calls it again in a process of its own"
+        )
+    if isinstance(workload, str):
+        return f"workload={workload}" if ":" in workload else f"model={workload}"
+    assert workload is not None
+    return f"workload={source_of(workload)}"
+
+
+def source_of(function: Callable[..., Any]) -> str:
+    """Where a worker process finds a function: package.module:function, or its file."""
+    name = getattr(function, "__qualname__", "")
+    if not name or "<" in name:
+        raise WorkloadError(
+            f"{name or function!r} is not a module-level function; define the function that "
+            "returns the Workload at the top level of a module or file"
+        )
+    module = getattr(function, "__module__", None) or ""
+    main = sys.modules.get("__main__")
+    if module == "__main__" or module.startswith("advisor_workload_") or not module:
+        path = inspect.getsourcefile(function) or (getattr(main, "__file__", None) if main else None)
+        if path is None:
+            raise WorkloadError(f"{name} has no source file; put it in a .py file")
+        return f"{path}:{name}"
+    return f"{module}:{name}"

@@ -1,0 +1,21 @@
+"""advisor's errors: one tree a caller can catch. Each message is one line that says what is
+wrong and what to do; the command prints it without a traceback."""
+
+from __future__ import annotations
+
+
+class AdvisorError(Exception):
+    """Something advisor was asked to do cannot be done as asked."""
+
+
+class ConfigError(AdvisorError, ValueError):
+    """A setting that cannot describe a trial or a search (exit status 2)."""
+
+
+class WorkloadError(AdvisorError):
+    """The user's workload breaks its contract: a missing file or function, a wrong return
+    value, batch() raising, a loss that is not a scalar (exit status 2; nothing is stored)."""
+
+
+class StoreError(AdvisorError):
+    """The results database cannot be opened or written (exit status 1)."""

@@ -1,0 +1,133 @@
+"""A trial's training: the workload's model, the optimizer, scaler and one batch, built for a
+spec; and the step.
+
+Everything is built fresh for each trial, in the worker process, directly on the device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from hydra.utils import instantiate
+from torch import nn
+from torch.utils._pytree import tree_map
+
+from advisor import workload as workloads
+from advisor.errors import WorkloadError
+from advisor.result import Phase
+from advisor.spec import Checkpointing, Precision, TrialSpec, WorkloadSpec
+from advisor.workload import Workload
+
+
+@dataclasses.dataclass
+class Training:
+    spec: TrialSpec
+    workload: Workload
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler  # disabled (a no-op) unless precision is fp16
+    batch: Any  # one micro batch, reused by every micro step
+
+    def autocast(self) -> contextlib.AbstractContextManager[None]:
+        """Autocast for bf16 and fp16; nothing for fp32 and tf32 (see set_precision_flags)."""
+        dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}
+        if self.spec.precision not in dtype:
+            return contextlib.nullcontext()
+        return torch.autocast(self.spec.device.value, dtype=dtype[self.spec.precision])
+
+
+def _no_mark(phase: Phase) -> None:
+    pass
+
+
+def train_step(t: Training, mark: Callable[[Phase], None] = _no_mark) -> None:
+    """One optimizer step over grad_accum micro batches; mark(phase) is called as each begins."""
+    accum = t.spec.grad_accum
+    for _ in range(accum):
+        mark(Phase.forward)
+        with t.autocast():
+            loss = t.workload.compute_loss(t.model, t.batch) / accum
+        mark(Phase.backward)
+        t.scaler.scale(loss).backward()
+        del loss
+    mark(Phase.optimizer)
+    t.scaler.step(t.optimizer)
+    t.scaler.update()
+    t.optimizer.zero_grad(set_to_none=True)
+
+
+def build(spec: TrialSpec, device: torch.device) -> Training:
+    set_precision_flags(spec.precision)
+    work = load(spec.model)
+    model = build_model(work, device)
+    if spec.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    if spec.checkpointing is Checkpointing.blocks:
+        checkpoint_blocks(model, spec.model.block or "")
+    optimizer = instantiate(json.loads(spec.optimizer.builder))(model.parameters())
+    if spec.compile:
+        model = torch.compile(model)  # type: ignore[assignment]
+    batch = make_batch(work, spec, device)
+    scaler = torch.amp.GradScaler(device.type, enabled=spec.precision is Precision.fp16)
+    return Training(spec, work, model, optimizer, scaler, batch)
+
+
+@functools.lru_cache(maxsize=16)
+def load(model: WorkloadSpec) -> Workload:
+    """The spec's workload, called from its source with its arguments."""
+    return workloads.load(model.source, json.loads(model.arguments))
+
+
+def build_model(work: Workload, device: torch.device) -> nn.Module:
+    """The model, its parameters created directly on the device (meta: no memory at all)."""
+    with torch.device(device):
+        model = work.model()
+    if not isinstance(model, nn.Module):
+        got = type(model).__name__
+        raise WorkloadError(f"{work.name}: model() returned {got}; it must return an nn.Module")
+    return model.train()
+
+
+def make_batch(work: Workload, spec: TrialSpec, device: torch.device) -> Any:
+    """One micro batch, made on the device; its images in NHWC where the spec says so."""
+    batch = workloads.make_batch(work, spec.batch_size, device)
+    if not spec.channels_last:
+        return batch
+
+    def nhwc(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.dim() == 4 and value.is_floating_point():
+            return value.contiguous(memory_format=torch.channels_last)
+        return value
+
+    return tree_map(nhwc, batch)
+
+
+def checkpoint_blocks(model: nn.Module, block: str) -> None:
+    """Recompute each module of class `block` in backward instead of keeping its activations."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        apply_activation_checkpointing,
+    )
+
+    if not any(type(m).__name__ == block for m in model.modules()):
+        raise WorkloadError(f"checkpointing: the model has no module of class {block!r}")
+    apply_activation_checkpointing(model, check_fn=lambda m: type(m).__name__ == block)
+    config = getattr(model, "config", None)
+    if config is not None and getattr(config, "use_cache", False):
+        # No KV cache, as transformers' own gradient checkpointing sets it: the recompute would
+        # append each block's keys and values to it a second time, and compiled, it fails on
+        # the causal mask (experiments/2026-11-30-h200-compile-ckpt).
+        config.use_cache = False
+
+
+def set_precision_flags(precision: Precision) -> None:
+    """fp32 means true fp32; tf32 turns TF32 on; the autocast settings leave torch's defaults."""
+    if precision in (Precision.fp32, Precision.tf32):
+        allow = precision is Precision.tf32
+        torch.backends.cuda.matmul.allow_tf32 = allow
+        torch.backends.cudnn.allow_tf32 = allow
