@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from advisor.app import SweepEvents, SweepOutcome, estimate, recommend, run, sweep
     from advisor.errors import AdvisorError, ConfigError, StoreError, WorkloadError
-    from advisor.estimate import Estimate
-    from advisor.recommend import Recommendation
+    from advisor.estimator import Estimate
+    from advisor.recommendation import Recommendation
     from advisor.result import Category, Memory, Status, Throughput, TrialResult
     from advisor.spec import TrialSpec
     from advisor.workload import Workload
@@ -35,15 +35,36 @@ except PackageNotFoundError:  # run from a checkout without installing (the GPU 
 _PUBLIC = {
     "advisor.app": ("SweepEvents", "SweepOutcome", "estimate", "recommend", "run", "sweep"),
     "advisor.errors": ("AdvisorError", "ConfigError", "StoreError", "WorkloadError"),
-    "advisor.estimate": ("Estimate",),
-    "advisor.recommend": ("Recommendation",),
+    "advisor.estimator": ("Estimate",),
+    "advisor.recommendation": ("Recommendation",),
     "advisor.result": ("Category", "Memory", "Status", "Throughput", "TrialResult"),
     "advisor.spec": ("TrialSpec",),
     "advisor.workload": ("Workload",),
 }
 _MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
 
-__all__ = sorted([*_MODULE_OF, "__version__"])
+__all__ = [
+    "AdvisorError",
+    "Category",
+    "ConfigError",
+    "Estimate",
+    "Memory",
+    "Recommendation",
+    "Status",
+    "StoreError",
+    "SweepEvents",
+    "SweepOutcome",
+    "Throughput",
+    "TrialResult",
+    "TrialSpec",
+    "Workload",
+    "WorkloadError",
+    "__version__",
+    "estimate",
+    "recommend",
+    "run",
+    "sweep",
+]
 
 
 def __getattr__(name: str) -> Any:

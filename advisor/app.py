@@ -19,11 +19,11 @@ from omegaconf import DictConfig
 from advisor import gpus, search, study
 from advisor.config import MeasureConfig, load, trial_spec
 from advisor.errors import WorkloadError
-from advisor.estimate import Estimate, Estimator
-from advisor.estimate import estimate as estimate_spec
+from advisor.estimator import Estimate, Estimator
+from advisor.estimator import estimate as estimate_spec
 from advisor.memory_model import Target
-from advisor.recommend import Recommendation
-from advisor.recommend import recommend as recommend_from
+from advisor.recommendation import Recommendation
+from advisor.recommendation import recommend as recommend_from
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
 from advisor.space import space_of
@@ -37,7 +37,9 @@ from advisor.workload import Workload
 WorkloadLike = str | Callable[[], Workload] | None
 
 
-def configure(workload: WorkloadLike = None, overrides: Sequence[str] = (), **settings: Any) -> DictConfig:
+def configure(
+    workload: WorkloadLike = None, overrides: Sequence[str] = (), **settings: Any
+) -> DictConfig:
     """The composed config: the overrides, then the keyword settings, then the workload."""
     items = [*overrides, *as_overrides(settings)]
     if workload is not None:
@@ -45,7 +47,9 @@ def configure(workload: WorkloadLike = None, overrides: Sequence[str] = (), **se
     return load(items)
 
 
-def run(workload: WorkloadLike = None, *, overrides: Sequence[str] = (), **settings: Any) -> TrialResult:
+def run(
+    workload: WorkloadLike = None, *, overrides: Sequence[str] = (), **settings: Any
+) -> TrialResult:
     """Measure one setting in its own process and store it."""
     cfg = configure(workload, overrides, **settings)
     return measure(trial_spec(cfg), cfg)
@@ -57,7 +61,9 @@ def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
     return store.add(run_trial(spec, MeasureConfig(**cfg.measure), cfg.timeout_s))
 
 
-def estimate(workload: WorkloadLike = None, *, overrides: Sequence[str] = (), **settings: Any) -> Estimate:
+def estimate(
+    workload: WorkloadLike = None, *, overrides: Sequence[str] = (), **settings: Any
+) -> Estimate:
     """The memory breakdown of a setting on a GPU, without one (fake tensors), calibrated on
     the stored history of the same workload."""
     cfg = configure(workload, ["device=cuda", *overrides], **settings)
@@ -106,8 +112,8 @@ class SweepEvents:
 
     started: Callable[[int, str, int], None] = lambda sweep_id, what, resumed: None
     step: Callable[[search.SweepProgress, search.Step], None] = lambda progress, step: None
-    measuring: Callable[[TrialSpec], contextlib.AbstractContextManager[Any]] = (
-        lambda spec: contextlib.nullcontext()
+    measuring: Callable[[TrialSpec], contextlib.AbstractContextManager[Any]] = lambda spec: (
+        contextlib.nullcontext()
     )
 
 
@@ -261,8 +267,12 @@ def source_of(function: Callable[..., Any]) -> str:
         )
     module = getattr(function, "__module__", None) or ""
     main = sys.modules.get("__main__")
-    if module == "__main__" or module.startswith("advisor_workload_") or not module:
-        path = inspect.getsourcefile(function) or (getattr(main, "__file__", None) if main else None)
+    # A script, or a module imported from its folder, is found by its file; a module inside a
+    # package by its name (loaded as a file, its relative imports would fail).
+    if "." not in module:
+        path = inspect.getsourcefile(function) or (
+            getattr(main, "__file__", None) if main else None
+        )
         if path is None:
             raise WorkloadError(f"{name} has no source file; put it in a .py file")
         return f"{path}:{name}"

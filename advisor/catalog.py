@@ -108,13 +108,15 @@ def convnet(
         if with_timm:
             import timm
 
-            return timm.create_model(architecture, num_classes=num_classes)  # type: ignore[no-any-return]
+            return timm.create_model(architecture, num_classes=num_classes)
         import torchvision
 
-        return torchvision.models.get_model(architecture, num_classes=num_classes)  # type: ignore[no-any-return]
+        return torchvision.models.get_model(architecture, num_classes=num_classes)
 
     blocks = {"convnext": ("ConvNeXtBlock", "CNBlock"), "resnet": ("Bottleneck", "Bottleneck")}
-    block = next((b[0 if with_timm else 1] for k, b in blocks.items() if architecture.startswith(k)), None)
+    block = next(
+        (b[0 if with_timm else 1] for k, b in blocks.items() if architecture.startswith(k)), None
+    )
     image = classifier(name, {}, (3, image_size, image_size), num_classes)
     library = "timm" if with_timm else "torchvision"
     return Workload(f"{name}", model, image.batch, block=block, family=family or library)

@@ -14,7 +14,7 @@ from advisor import app as app_layer
 from advisor import report
 from advisor.config import trial_spec
 from advisor.errors import AdvisorError, StoreError
-from advisor.recommend import Against, against
+from advisor.recommendation import Against, against
 from advisor.result import Status
 from advisor.store.store import Store
 
@@ -119,7 +119,11 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     largest = report.largest_batches(outcome.largest_batches)
     if as_json:
         payload = {
-            "sweep": {"id": outcome.sweep_id, "stop_reason": outcome.stop_reason, "plot": str(plot)},
+            "sweep": {
+                "id": outcome.sweep_id,
+                "stop_reason": outcome.stop_reason,
+                "plot": str(plot),
+            },
             "baseline": outcome.baseline.to_dict() if outcome.baseline else None,
             "versus_baseline": _as_dict(against(outcome.baseline, rec.best)),
             **rec.to_dict(),
@@ -225,7 +229,8 @@ def _as_dict(versus: Against | None) -> dict[str, object] | None:
     return versus.to_dict() if versus else None
 
 
-EXIT_CODES = {StoreError: 1}  # the rest of AdvisorError: 2, a usage error
+# The database: 1, as for a trial that crashed; the rest of AdvisorError is a usage error: 2.
+EXIT_CODES: dict[type[AdvisorError], int] = {StoreError: 1}
 
 
 def main() -> None:

@@ -126,7 +126,9 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
     model_spec = workload_spec(cfg)
     device = _device(cfg.device)
     if cfg.channels_last and not model_spec.image_input:
-        raise ConfigError(f"channels_last applies to image models; {model_spec.name} takes no images")
+        raise ConfigError(
+            f"channels_last applies to image models; {model_spec.name} takes no images"
+        )
     if cfg.checkpointing is Checkpointing.blocks and not model_spec.block:
         raise ConfigError(
             f"{model_spec.name} names no block to checkpoint; set block= in its Workload "
@@ -178,7 +180,7 @@ def workload_spec(cfg: DictConfig) -> WorkloadSpec:
 def _absolute(source: str) -> str:
     """A workload file's path made absolute, so the worker and later runs find it."""
     module, sep, function = source.rpartition(":")
-    if sep and module.endswith(".py"):
+    if sep and module.endswith(".py") and Path(module).is_file():
         return f"{Path(module).resolve()}:{function}"
     return source
 

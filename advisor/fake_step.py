@@ -90,7 +90,9 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         params_bytes = counter.bytes_of(params)
         buffers_bytes = counter.bytes_of(model.buffers())
         batch = make_batch(work, spec, cpu)
-        inputs_bytes = counter.bytes_of(t for t in tree_leaves(batch) if isinstance(t, torch.Tensor))
+        inputs_bytes = counter.bytes_of(
+            t for t in tree_leaves(batch) if isinstance(t, torch.Tensor)
+        )
         state_ratio, update_ratio = _optimizer_probe(spec.optimizer.builder)
         state_bytes = int(state_ratio * counter.bytes_of(params))
         counter.extra = state_bytes  # the optimizer's state stays alive through the step

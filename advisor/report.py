@@ -10,9 +10,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from advisor.estimate import Calibration, Estimate
+from advisor.estimator import Calibration, Estimate
 from advisor.memory_model import Target
-from advisor.recommend import Recommendation, against
+from advisor.recommendation import Recommendation, against
 from advisor.result import Category, Memory, Status, TrialResult
 from advisor.search import Step, SweepProgress
 from advisor.spec import TrialSpec
@@ -164,7 +164,17 @@ def _throughput_line(result: TrialResult) -> Text:
 
 def history_table(results: Sequence[TrialResult]) -> Table:
     table = Table(title="stored trials, newest first", title_justify="left")
-    for column in ("id", "when (UTC)", "setting", "status", "samples/s", "device peak", "device"):
+    columns = (
+        "id",
+        "when (UTC)",
+        "setting",
+        "status",
+        "samples/s",
+        "device peak",
+        "device",
+        "code",
+    )
+    for column in columns:
         table.add_column(column, justify="right" if column in ("id", "samples/s") else "left")
     for r in results:
         t, m, env = r.throughput, r.memory, r.environment
@@ -176,7 +186,10 @@ def history_table(results: Sequence[TrialResult]) -> Table:
             f"{t.samples_per_s:,.1f}" if t else "-",
             gib(m.device_peak_bytes) if m else "-",
             env.device_name if env else "-",
+            # which code and libraries measured it (before workloads had one: -)
+            r.spec.model.fingerprint[:8] if r.spec.model.source else "-",
         )
+    table.caption = "code: the workload's fingerprint (its source and the libraries' versions)"
     return table
 
 
@@ -298,10 +311,7 @@ def baseline_line(baseline: TrialResult | None, rec: Recommendation) -> Text:
     setting = describe_spec(baseline.spec)
     if baseline.status is not Status.ok:
         return Text(f"your current settings ({setting}) did not run: {baseline.status.value}")
-    if not rec.target.fits(baseline):
-        verdict = "do not fit the target"
-    else:
-        verdict = "fit the target"
+    verdict = "fit the target" if rec.target.fits(baseline) else "do not fit the target"
     versus = against(baseline, rec.best)
     if versus is None:
         return Text(f"your current settings ({setting}) {verdict}")

@@ -153,7 +153,8 @@ class TrialResult:
     def to_dict(self) -> dict[str, Any]:
         """The public JSON shape: id, status, spec, memory, throughput, environment, failure."""
         spec = self.spec.to_dict()
-        spec["model"] = self.spec.model.name  # the full model description stays in the store
+        spec["model"] = self.spec.model.name  # the full workload description stays in the store
+        spec["fingerprint"] = self.spec.model.fingerprint  # its code and library versions
         spec["optimizer"] = self.spec.optimizer.name
         spec["hash"] = self.spec.hash
         memory = None

@@ -6,9 +6,9 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from advisor import gpus
-from advisor.estimate import DEFAULT_CONTEXT_BYTES
-from advisor.memory_model import Target
 from advisor.errors import ConfigError
+from advisor.estimator import DEFAULT_CONTEXT_BYTES
+from advisor.memory_model import Target
 from advisor.spec import Device
 
 

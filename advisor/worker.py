@@ -4,7 +4,8 @@ It reads {"spec": ..., "measure": ...} as JSON on stdin and writes {"status", "e
 "memory", "throughput", "failure"} as JSON to RESULT_PATH. An OOM is a result (exit 0); a
 workload that breaks its contract is reported as {"workload_error": message} (exit 0), which is
 the user's to fix and no result; anything else that goes wrong raises, so the process exits
-non-zero and the runner records a crash with the tail of stderr. CUDA state, leaks and crashes stay in this process.
+non-zero and the runner records a crash with the tail of stderr. CUDA state, leaks and crashes
+stay in this process.
 """
 
 from __future__ import annotations

@@ -53,15 +53,22 @@ class Workload:
 
     @property
     def block_name(self) -> str | None:
-        return self.block if isinstance(self.block, str) or self.block is None else self.block.__name__
+        return (
+            self.block if isinstance(self.block, str) or self.block is None else self.block.__name__
+        )
 
     def compute_loss(self, model: nn.Module, batch: Any) -> torch.Tensor:
         """The loss of one batch, checked to be a scalar tensor."""
         loss = self.loss(model, batch) if self.loss is not None else default_loss(model, batch)
         if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-            got = f"shape {list(loss.shape)}" if isinstance(loss, torch.Tensor) else type(loss).__name__
+            got = (
+                f"shape {list(loss.shape)}"
+                if isinstance(loss, torch.Tensor)
+                else type(loss).__name__
+            )
             raise WorkloadError(
-                f"{self.name}: the loss must be a scalar tensor, got {got}; reduce it (e.g. .mean())"
+                f"{self.name}: the loss must be a scalar tensor, got {got}; reduce it "
+                "(e.g. .mean())"
             )
         return loss
 
@@ -121,11 +128,18 @@ def load(source: str, arguments: Mapping[str, Any] | None = None) -> Workload:
     return workload
 
 
-@functools.lru_cache(maxsize=64)
 def describe(source: str, arguments: str) -> Described:
-    """Load the workload, make a batch of one sample on the CPU, and say what it is."""
+    """Load the workload, make a batch of one sample on the CPU, and say what it is. Asked
+    again after its source changed, it loads the new code."""
+    resolve(source)  # a missing file or function is said before anything is read
+    return _describe(source, arguments, code_hash(source, arguments))
+
+
+@functools.lru_cache(maxsize=64)
+def _describe(source: str, arguments: str, code: str) -> Described:
     workload = load(source, json.loads(arguments))
     batch = make_batch(workload, 1, torch.device("cpu"))
+    _check_loss(workload)
     tensors = [t for t in tree_leaves(batch) if isinstance(t, torch.Tensor)]
     if not tensors:
         raise WorkloadError(f"{workload.name}: batch(1, cpu) returned no tensors")
@@ -139,8 +153,23 @@ def describe(source: str, arguments: str) -> Described:
         family=workload.family or workload.name,
         image_input=image,
         tokens_per_sample=int(ids.shape[-1]) if ids is not None else None,
-        code=code_hash(source, arguments),
+        code=code,
     )
+
+
+def _check_loss(workload: Workload) -> None:
+    """The loss of two samples on the meta device (nothing allocated, nothing computed): a loss
+    that is not a scalar is said before any trial runs. Code the meta device cannot run (a
+    value read back, say) is left to the first trial to check."""
+    meta = torch.device("meta")
+    try:
+        with torch.device(meta):
+            model = workload.model()
+        workload.compute_loss(model, workload.batch(2, meta))
+    except WorkloadError:
+        raise
+    except Exception:
+        return
 
 
 def make_batch(workload: Workload, batch_size: int, device: torch.device) -> Any:
@@ -180,7 +209,7 @@ def resolve(source: str) -> Callable[..., Any]:
     function = getattr(module, attribute, None)
     if not callable(function):
         raise WorkloadError(f"{module_name} has no function {attribute!r}; check the workload name")
-    return function  # type: ignore[no-any-return]
+    return function
 
 
 def _module_from_file(path_text: str) -> Any:
@@ -188,8 +217,12 @@ def _module_from_file(path_text: str) -> Any:
     import its neighbours, in this process and in the worker)."""
     path = Path(path_text).resolve()
     if not path.is_file():
-        raise WorkloadError(f"workload file {path_text} does not exist; give path/to/file.py:function")
-    name = f"advisor_workload_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+        raise WorkloadError(
+            f"workload file {path_text} does not exist; give path/to/file.py:function"
+        )
+    # named by its path and content: an edited file is loaded anew, not taken from sys.modules
+    content = hashlib.sha256(str(path).encode() + path.read_bytes()).hexdigest()[:12]
+    name = f"advisor_workload_{path.stem}_{content}"
     if name in sys.modules:
         return sys.modules[name]
     if str(path.parent) not in sys.path:
@@ -225,7 +258,7 @@ def _source_files(source: str, arguments: Any) -> set[Path]:
             files.add(Path(module_name).resolve())
         elif module_name.split(".")[0] not in MODEL_LIBRARIES:
             module = sys.modules.get(module_name) or importlib.import_module(module_name)
-            if getattr(module, "__file__", None):
+            if module.__file__ is not None:
                 files.add(Path(module.__file__))
     return files
 

@@ -1,4 +1,4 @@
-"""Your own model for advisor: a conv net with its own loss (label smoothing).
+"""Your own model for advisor, as the README shows it: a conv net with its own loss.
 advisor run workload=examples/own_model.py:workload batch_size=64 precision=bf16"""
 
 import torch

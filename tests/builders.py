@@ -1,5 +1,5 @@
 """Model builders that misbehave on purpose, for the crashed and timeout statuses. The worker
-imports them by name (model._target_=builders.crashing), as it would a user's own builder;
+imports them by name (model.module._target_=builders.crashing), as it would a user's own builder;
 they take the arguments of the tiny_mlp config they replace."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ import time
 
 import torch
 from torch import nn
+
+import advisor
 
 
 class _Crashing(nn.Module):
@@ -49,3 +51,15 @@ class _Scale(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * self.factor
+
+
+def tiny_workload() -> advisor.Workload:
+    """A workload given to the Python API as the function itself."""
+    from advisor.models import TinyMLP
+
+    def batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.randn(batch_size, 64, device=device), torch.randint(
+            10, (batch_size,), device=device
+        )
+
+    return advisor.Workload("tiny_workload", lambda: TinyMLP(64, 32, 2, 10), batch)

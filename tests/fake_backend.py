@@ -83,6 +83,7 @@ def fake_result(spec: TrialSpec) -> TrialResult:
         0,
         0,
         0,
+        0,
         device_peak,
         device_peak,
         device_peak,

@@ -30,14 +30,18 @@ MEMORY_KEYS = (
 )
 
 
-def advisor(*args: str, db_url: str | None = None) -> subprocess.CompletedProcess[str]:
+def advisor(
+    *args: str, db_url: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.pop("ADVISOR_DB_URL", None)
     env["COLUMNS"] = "200"  # rich wraps tables to the terminal's width
     if db_url:
         env["ADVISOR_DB_URL"] = db_url
     assert ADVISOR, "the advisor console script is not installed (pip install -e .)"
-    return subprocess.run([ADVISOR, *args], capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run(
+        [ADVISOR, *args], capture_output=True, text=True, env=env, timeout=600, cwd=cwd
+    )
 
 
 def trial_count(db_url: str) -> int:

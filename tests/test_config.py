@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import spec_of
 
-from advisor.config import ConfigError, load, trial_spec
-from advisor.spec import Checkpointing, InputKind, Precision, ConfigError
+from advisor.config import load, trial_spec
+from advisor.errors import ConfigError
+from advisor.spec import Checkpointing, Precision
 
 
 def test_defaults_are_what_a_user_expects():
@@ -16,24 +19,36 @@ def test_defaults_are_what_a_user_expects():
     assert spec.grad_accum == 1 and not spec.compile and not spec.channels_last
 
 
-def test_gpt2_is_built_from_config_with_its_sequence_length():
+def test_gpt2_is_a_causal_lm_workload_with_its_sequence_length():
     spec = spec_of("model=gpt2", "model.seq_len=256")
-    assert spec.model.input.kind is InputKind.tokens
-    assert spec.model.input.shape == (256,)
-    assert spec.model.input.num_classes == 50257
-    assert '"_target_":"transformers.GPT2Config"' in spec.model.builder
+    assert spec.model.source == "advisor.catalog.causal_lm"
+    assert spec.model.tokens_per_sample == 256 and not spec.model.image_input
+    assert '"_target_":"transformers.GPT2Config"' in spec.model.arguments
+    assert spec.model.block == "GPT2Block"
 
 
-def test_a_users_own_builder():
-    spec = spec_of("model._target_=torchvision.models.resnet18", "model.name=resnet18")
-    assert spec.model.name == "resnet18"
-    assert '"_target_":"torchvision.models.resnet18"' in spec.model.builder
+def test_a_users_own_model_builder_takes_its_own_name_and_no_block():
+    """Once resnet50's name and block stayed with another builder (issue 12)."""
+    spec = spec_of("model.module._target_=torchvision.models.resnet18")
+    assert spec.model.name == "resnet18" and spec.model.block is None
+    assert '"_target_":"torchvision.models.resnet18"' in spec.model.arguments
+    named = spec_of("model.module._target_=torchvision.models.resnet18", "model.block=BasicBlock")
+    assert named.model.block == "BasicBlock"
+
+
+def test_a_workload_file_is_found_from_any_folder_and_counted_by_name_and_code(tmp_path):
+    here = spec_of("workload=examples/own_model.py:workload")
+    assert here.model.name == "resnet18_smoothed" and here.model.image_input
+    copy = tmp_path / "own_model.py"
+    copy.write_text((Path("examples") / "own_model.py").read_text())
+    there = spec_of(f"workload={copy}:workload")
+    assert there.model.source != here.model.source and there.hash == here.hash
 
 
 @pytest.mark.parametrize(
     "overrides,message",
     [
-        (["model=nonesuch"], "unknown model 'nonesuch'; choose one of: gpt2, resnet50"),
+        (["model=nonesuch"], "unknown model 'nonesuch'; choose one of: bert, convnext_tiny, gpt2, resnet50"),
         (["optimizer=lion"], "unknown optimizer 'lion'; choose one of: adam, adamw"),
         (["precision=fp8"], "precision: Invalid value 'fp8', expected one of [fp32, tf32"),
         (["batch_size=many"], "batch_size: Value 'many'"),

@@ -77,7 +77,7 @@ def test_a_sweep_for_a_smaller_gpu_runs_its_trials_under_the_targets_cap(db_url,
     import subprocess
     import sys
 
-    from advisor.estimate import DEFAULT_CONTEXT_BYTES
+    from advisor.estimator import DEFAULT_CONTEXT_BYTES
     from advisor.store.store import Store
 
     sweep = subprocess.run(

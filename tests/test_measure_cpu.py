@@ -6,9 +6,9 @@ import pytest
 import torch
 from conftest import FAST, spec_of
 
-from advisor.result import Phase, Status
+from advisor.result import Phase, Status, TrialResult
 from advisor.runner import run_trial
-from advisor.workload import build
+from advisor.training import build
 
 TINY_MLP_PARAMS = (
     [(64, 256), (256,)] + [(256, 256), (256,), (256,), (256,)] * 3 + [(256, 10), (10,)]
@@ -26,17 +26,20 @@ def _numel(shape: tuple[int, ...]) -> int:
 PARAM_BYTES = 4 * sum(_numel(s) for s in TINY_MLP_PARAMS)
 
 
-def measured(*overrides: str):
-    result = run_trial(spec_of("model=tiny_mlp", *overrides), FAST, timeout_s=120)
+def measured_model(*overrides: str) -> TrialResult:
+    result = run_trial(spec_of(*overrides), FAST, timeout_s=300)
     assert result.status is Status.ok, result.failure
-    assert result.memory is not None and result.throughput is not None
     return result
+
+
+def measured(*overrides: str) -> TrialResult:
+    return measured_model("model=tiny_mlp", *overrides)
 
 
 def test_exact_categories_with_adamw():
     result = measured("batch_size=32", "optimizer=adamw")
     m = result.memory
-    assert m.params_bytes == PARAM_BYTES == 872_488
+    assert m.params_bytes == PARAM_BYTES == 872_488 and m.buffers_bytes == 0
     assert m.grads_bytes == PARAM_BYTES
     # exp_avg and exp_avg_sq in fp32 (2 x parameters) plus one 4-byte step counter per tensor
     assert m.optimizer_state_bytes == 2 * PARAM_BYTES + 4 * len(TINY_MLP_PARAMS)
@@ -112,19 +115,29 @@ def test_other_models_and_knobs_run(model, overrides):
 
 
 def test_warm_up_lasts_until_fp16_really_steps():
-    spec = spec_of("model=tiny_mlp", "model._target_=builders.loud", "precision=fp16")
+    spec = spec_of("model=tiny_mlp", "model.module._target_=builders.loud", "precision=fp16")
     result = run_trial(spec, FAST, timeout_s=120)
     assert result.status is Status.ok, result.failure
     assert result.throughput.warmup_steps > 3  # the scaler skipped the first steps
     assert result.memory.optimizer_state_bytes == 2 * PARAM_BYTES + 4 * len(TINY_MLP_PARAMS)
 
 
-def test_checkpointed_transformers_keep_no_kv_cache():
-    """As transformers' own gradient checkpointing: else the recompute appends each block's keys
-    and values to the cache a second time (memory the step does not need; compiled, a crash)."""
-    plain = build(spec_of("model=tiny_gpt2"), torch.device("cpu")).model
-    checkpointed = build(spec_of("model=tiny_gpt2", "checkpointing=blocks"), torch.device("cpu"))
-    assert plain.config.use_cache is True  # the model's own default, left alone
-    assert checkpointed.model.config.use_cache is False
-    tokens = torch.randint(512, (2, 32))
-    assert checkpointed.model(tokens).past_key_values is None
+def test_causal_lms_train_without_a_kv_cache_and_compute_their_own_loss():
+    """As transformers trains them: the labels go into the model call, which shifts them and
+    computes the loss (inside the compiled graph, when compiled); no KV cache, checkpointed or
+    not (checkpointing's recompute would append each block's keys and values a second time)."""
+    for overrides in ([], ["checkpointing=blocks"]):
+        training = build(spec_of("model=tiny_gpt2", *overrides), torch.device("cpu"))
+        assert training.model.config.use_cache is False
+        assert set(training.batch) == {"input_ids", "labels"}
+        output = training.model(**training.batch)
+        assert output.past_key_values is None and output.loss.dim() == 0
+        assert torch.equal(training.workload.compute_loss(training.model, training.batch),
+                           training.model(**training.batch).loss)  # fmt: skip
+
+
+def test_resnet50_parameters_and_buffers_are_apart_to_the_byte():
+    """torchvision's resnet50: 25,557,032 fp32 parameters; BatchNorm's running mean and
+    variance (fp32) and its num_batches_tracked (int64) are buffers."""
+    m = measured_model("model=resnet50", "batch_size=1").memory
+    assert m.params_bytes == 102_228_128 and m.buffers_bytes == 212_904

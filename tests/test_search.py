@@ -10,9 +10,9 @@ from fake_backend import CAPACITY, ENVIRONMENT, FakeBackend, GiB, line, peak
 
 from advisor import search, study
 from advisor.config import load, trial_spec
-from advisor.estimate import DEFAULT_CONTEXT_BYTES
+from advisor.estimator import DEFAULT_CONTEXT_BYTES
 from advisor.memory_model import Target, fit
-from advisor.recommend import recommend
+from advisor.recommendation import recommend
 from advisor.result import Failure, Phase, Status, TrialResult
 from advisor.space import space_of
 from advisor.store.store import Store

@@ -7,7 +7,8 @@ import sys
 import pytest
 from conftest import spec_of
 
-from advisor.spec import Precision, ConfigError, TrialSpec
+from advisor.errors import ConfigError
+from advisor.spec import Precision, TrialSpec
 
 
 def test_equal_settings_hash_equal_and_round_trip():

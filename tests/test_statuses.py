@@ -22,9 +22,7 @@ def test_out_of_memory_is_a_result_with_its_phase_and_request():
 def test_a_model_that_raises_is_crashed_with_the_tail_of_its_output():
     spec = spec_of(
         "model=tiny_mlp",
-        "model._target_=builders.crashing",
-        "model.name=crashing",
-        "model.block=null",
+        "model.module._target_=builders.crashing",
     )
     result = run_trial(spec, FAST, timeout_s=120)
     assert result.status is Status.crashed
@@ -35,9 +33,7 @@ def test_a_model_that_raises_is_crashed_with_the_tail_of_its_output():
 def test_a_model_that_hangs_is_killed_as_timeout():
     spec = spec_of(
         "model=tiny_mlp",
-        "model._target_=builders.hanging",
-        "model.name=hanging",
-        "model.block=null",
+        "model.module._target_=builders.hanging",
     )
     result = run_trial(spec, FAST, timeout_s=8)
     assert result.status is Status.timeout

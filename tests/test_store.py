@@ -30,7 +30,8 @@ ENV = Environment("NVIDIA H200", 150754820096, "580.1", "13.0", "2.11.0", "0.1.0
 def an_ok_result(batch_size: int = 64) -> TrialResult:
     memory = Memory(
         context_bytes=641_728_512,
-        params_bytes=102_523_238,
+        params_bytes=102_228_128,
+        buffers_bytes=212_904,
         activations_bytes=5_000_000_000,
         grads_bytes=102_228_128,
         optimizer_state_bytes=204_456_256,
@@ -124,3 +125,46 @@ def test_a_process_killed_mid_write_leaves_no_trial(db_url):
     with create_engine(db_url).connect() as connection:
         assert connection.exec_driver_sql("select count(*) from environments").scalar() == 0
     assert store.add(an_ok_result()).id is not None  # and the database still takes writes
+
+
+# A trial as schema 0002 stored it: a model node (builder, input, loss) for a spec, parameters
+# and buffers together.
+LEGACY_SPEC = (
+    '{"batch_size":64,"channels_last":false,"checkpointing":"none","compile":false,'
+    '"device":"cuda","expandable_segments":false,"grad_accum":1,"memory_cap_bytes":null,'
+    '"model":{"block":"Bottleneck","builder":"{\\"_target_\\":\\"torchvision.models.resnet50\\"}",'
+    '"family":"cnn","input":{"kind":"image","num_classes":1000,"shape":[3,224,224]},'
+    '"loss":"classification","name":"resnet50"},'
+    '"optimizer":{"builder":"{}","name":"adamw"},"precision":"bf16"}'
+)
+
+
+def test_a_database_of_schema_0002_upgrades_with_its_rows_intact(tmp_path):
+    from alembic import command
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0002")
+        connection.exec_driver_sql(
+            "insert into trials (created_at, spec_hash, spec_json, model, family, device, "
+            "batch_size, grad_accum, precision, checkpointing, optimizer, channels_last, compile, "
+            "expandable_segments, status, wall_s, params_bytes, context_bytes, activations_bytes, "
+            "grads_bytes, optimizer_state_bytes, inputs_bytes, peak_allocated_bytes, "
+            "peak_reserved_bytes, steady_peak_allocated_bytes, steady_peak_reserved_bytes, "
+            "device_peak_bytes, num_alloc_retries, samples_per_s, step_s_median, step_s_iqr, "
+            "timed_steps, warmup_steps) values ('2026-11-30 10:00:00', 'abcd', ?, 'resnet50', "
+            "'cnn', 'cuda', 64, 1, 'bf16', 'none', 'adamw', 0, 0, 0, 'ok', 12.5, 102441032, 1, 2, "
+            "3, 4, 5, 6, 7, 8, 9, 10, 0, 1000.0, 0.064, 0.001, 20, 3)",
+            (LEGACY_SPEC,),
+        )
+    [old] = Store(url).trials()  # opening upgrades it to the newest schema
+    assert old.memory.params_bytes == 102_441_032 and old.memory.buffers_bytes == 0
+    assert old.spec.model.name == "resnet50" and old.spec.model.image_input
+    assert old.spec.model.source == "" and old.throughput.samples_per_s == 1000.0
+    with create_engine(url).connect() as connection:
+        row = connection.exec_driver_sql("select buffers_bytes, fingerprint from trials").one()
+    assert tuple(row) == (None, None)  # unknown, not invented

@@ -14,7 +14,7 @@ from test_cli import MEMORY_KEYS, advisor, trial_count
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from advisor.allocator import OutOfMemory
-from advisor.estimate import DEFAULT_CONTEXT_BYTES, estimate
+from advisor.estimator import DEFAULT_CONTEXT_BYTES, estimate
 from advisor.fake_step import _gradient_sums_marked, _StorageBytes, fake_step, replayed_reserved
 from advisor.memory_model import Target
 from advisor.result import Memory, Phase, Status, Throughput, TrialResult
@@ -79,7 +79,7 @@ def measured_as(spec, allocated: int, reserve: float = 1.25, context: int = 500 
     """A measured GPU trial of the spec with the given steady peak allocated."""
     reserved = int(allocated * reserve)
     memory = Memory(
-        context, 0, 0, 0, 0, 0, allocated, reserved, allocated, reserved, Phase.backward,
+        context, 0, 0, 0, 0, 0, 0, allocated, reserved, allocated, reserved, Phase.backward,
         reserved + context, None, 0,
     )  # fmt: skip
     throughput = Throughput(100.0, None, 0.1, 0.0, 10, 3, None)

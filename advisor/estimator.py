@@ -243,17 +243,29 @@ def _largest_replayed(
             return False
         return True
 
-    if cap <= 0 or not runs(1, drawn=False):
+    smallest = _smallest_batch(spec)
+    if cap <= 0 or not runs(smallest, drawn=False):
         return 0
-    low, high = 1, max(2, guess or 2)
+    low, high = smallest, max(smallest + 1, guess or 2)
     while runs(high):
         low, high = high, math.ceil(high * 1.25) + 1
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (middle, high) if runs(middle) else (low, middle)
-    while low > 1 and not runs(low, drawn=False):  # the drawn steps were off: step down
+    while low > smallest and not runs(low, drawn=False):  # the drawn steps were off: step down
         low -= 1
     return low
+
+
+def _smallest_batch(spec: TrialSpec) -> int:
+    """1, or 2 where a step cannot train on one sample: BatchNorm needs more than one value per
+    channel, which a batch of one small image lacks at the end of a conv net (resnet18 on
+    32x32 images: [1, 512, 1, 1])."""
+    try:
+        fake_step(dataclasses.replace(spec, batch_size=1))
+    except ValueError:
+        return 2
+    return 1
 
 
 def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | None:
