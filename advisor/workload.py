@@ -16,7 +16,9 @@ import importlib
 import importlib.metadata
 import importlib.util
 import json
+import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from advisor.errors import WorkloadError
 
 # Libraries whose version is part of a trial's identity: they build the models.
 MODEL_LIBRARIES = ("torch", "torchvision", "transformers", "timm")
+LOSS_CHECK_S = 10.0  # the meta-device check of the loss, at most (gpt2's takes about 2 s)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,16 +163,32 @@ def _describe(source: str, arguments: str, code: str) -> Described:
 def _check_loss(workload: Workload) -> None:
     """The loss of two samples on the meta device (nothing allocated, nothing computed): a loss
     that is not a scalar is said before any trial runs. Code the meta device cannot run (a
-    value read back, say) is left to the first trial to check."""
+    value read back, say), or that takes longer than LOSS_CHECK_S (it waits on something), is
+    left to the first trial, whose worker has a timeout."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # the alarm below needs the main thread
     meta = torch.device("meta")
+
+    def expire(*_: object) -> None:
+        raise _TookTooLong
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, LOSS_CHECK_S)
     try:
         with torch.device(meta):
             model = workload.model()
         workload.compute_loss(model, workload.batch(2, meta))
     except WorkloadError:
         raise
-    except Exception:
+    except (Exception, _TookTooLong):
         return
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _TookTooLong(BaseException):
+    """The loss check ran out of time (a BaseException: the user's code may catch Exception)."""
 
 
 def make_batch(workload: Workload, batch_size: int, device: torch.device) -> Any:

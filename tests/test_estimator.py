@@ -127,15 +127,16 @@ def test_gpu_estimate_emulates_autocast_and_names_where_memory_goes():
     assert fp32.top_modules and fp32.top_modules[0][1] >= fp32.top_modules[-1][1]
 
 
-def test_gpu_cross_entropy_is_16_bit_log_softmax_then_an_fp32_copy():
-    """As the H200's allocation trace shows it (experiments/2026-11-30-h200-reserve): under
-    autocast, log_softmax keeps the logits' 16 bits and nll_loss casts to fp32; the fp32 size
-    of the shifted logits comes twice a step (that copy, and its gradient), not four times."""
+def test_gpu_causal_lm_loss_is_transformers_own_over_every_position():
+    """gpt2's loss is computed inside the model call, as transformers computes it: the bf16
+    logits copied to fp32 over every position (the labels are padded and shifted, the logits
+    are not sliced), log-softmax in fp32; in backward, the gradients of those two. Once the
+    loss came from sliced logits outside the model (issue 12)."""
     spec = spec_of("model=tiny_gpt2", "device=cuda", "batch_size=8", "precision=bf16")
-    tokens = spec.batch_size * (spec.model.input.shape[0] - 1) * spec.model.input.num_classes
+    positions = spec.batch_size * spec.model.tokens_per_sample
     sizes = [size for _, size in fake_step(spec).trace if size >= 0]
-    assert sizes.count(-(-tokens * 4 // 512) * 512) == 2
-    assert sizes.count(-(-tokens * 2 // 512) * 512) >= 2  # the shifted copy and the log-probs
+    assert sizes.count(positions * 512 * 4) == 4  # fp32 logits x vocabulary of 512
+    assert sizes.count((positions - spec.batch_size) * 512 * 4) == 0  # nothing sliced
 
 
 def test_estimate_command(db_url):
