@@ -22,7 +22,7 @@ from advisor.errors import WorkloadError
 from advisor.estimator import Estimate, Estimator
 from advisor.estimator import estimate as estimate_spec
 from advisor.memory_model import Target
-from advisor.recommendation import Recommendation
+from advisor.recommendation import Against, Recommendation, against
 from advisor.recommendation import recommend as recommend_from
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
@@ -102,8 +102,13 @@ class SweepOutcome:
     baseline: TrialResult | None
     recommendation: Recommendation
     confirmation: TrialResult | None  # the recommended setting run under the target's cap
-    results: list[TrialResult]  # every result the sweep used
+    results: list[TrialResult]  # the results in the space, which the recommendation is from
     largest_batches: dict[str, tuple[TrialSpec, int, str]]  # family: (spec, batch, by what)
+
+    @property
+    def against_baseline(self) -> Against | None:
+        """The recommendation against the baseline, where both were measured."""
+        return against(self.baseline, self.recommendation.best)
 
 
 @dataclasses.dataclass
@@ -169,9 +174,10 @@ def sweep(
     sweeper.warm_start(
         [r for r in history if r.environment and r.environment.device_name == device_name]
     )
-    sweeper.first(base)
+    baseline = sweeper.first(base)
     reason = sweeper.run(cfg.trials, cfg.minutes, cfg.patience)
-    results = list(sweeper.results.values())
+    # recommended from the space asked for (the baseline may lie outside it)
+    results = [r for r in sweeper.results.values() if space.params(r.spec) is not None]
     rec = recommend_from(results, target, space.effective_batch_size)
     confirmation = None
     while rec.best is not None and cap is not None:
@@ -186,13 +192,12 @@ def sweep(
         results = [r for r in results if r.spec.uncapped != rec.best.spec.uncapped]
         rec = recommend_from(results, target, space.effective_batch_size)
     store.finish_sweep(sweep_id, reason)
-    baseline = sweeper.step_of(base)
     return SweepOutcome(
         sweep_id=sweep_id,
         target=target,
         device_name=device_name,
         stop_reason=reason,
-        baseline=baseline.result if baseline is not None else None,
+        baseline=baseline.result,
         recommendation=rec,
         confirmation=confirmation,
         results=results,

@@ -92,6 +92,10 @@ def sequence_classifier(
     return Workload(name, model, batch, block=block, family=family)
 
 
+# The block each library's conv nets are made of, by architecture prefix: (timm, torchvision).
+CONV_BLOCKS = {"convnext": ("ConvNeXtBlock", "CNBlock")}
+
+
 def convnet(
     name: str,
     architecture: str,
@@ -113,10 +117,7 @@ def convnet(
 
         return torchvision.models.get_model(architecture, num_classes=num_classes)
 
-    blocks = {"convnext": ("ConvNeXtBlock", "CNBlock"), "resnet": ("Bottleneck", "Bottleneck")}
-    block = next(
-        (b[0 if with_timm else 1] for k, b in blocks.items() if architecture.startswith(k)), None
-    )
-    image = classifier(name, {}, (3, image_size, image_size), num_classes)
-    library = "timm" if with_timm else "torchvision"
-    return Workload(f"{name}", model, image.batch, block=block, family=family or library)
+    blocks = next((b for k, b in CONV_BLOCKS.items() if architecture.startswith(k)), None)
+    block = None if blocks is None else blocks[0] if with_timm else blocks[1]
+    images = classifier(name, {}, (3, image_size, image_size), num_classes).batch
+    return Workload(name, model, images, block=block, family=family)

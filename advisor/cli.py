@@ -14,7 +14,7 @@ from advisor import app as app_layer
 from advisor import report
 from advisor.config import trial_spec
 from advisor.errors import AdvisorError, StoreError
-from advisor.recommendation import Against, against
+from advisor.recommendation import Against
 from advisor.result import Status
 from advisor.store.store import Store
 
@@ -62,7 +62,6 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     """
     cfg = app_layer.configure(overrides=overrides or [])
     spec = trial_spec(cfg)
-    Store(cfg.db_url)  # a database that cannot be opened fails before the trial runs
     with err.status(f"measuring {report.describe_spec(spec)}"):
         result = app_layer.measure(spec, cfg)
     device_memory = result.environment.device_memory_bytes if result.environment else None
@@ -125,7 +124,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
                 "plot": str(plot),
             },
             "baseline": outcome.baseline.to_dict() if outcome.baseline else None,
-            "versus_baseline": _as_dict(against(outcome.baseline, rec.best)),
+            "versus_baseline": _as_dict(outcome.against_baseline),
             **rec.to_dict(),
             "confirmation": outcome.confirmation.to_dict() if outcome.confirmation else None,
             "largest_batches": largest,
@@ -133,7 +132,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         print(json.dumps(payload, indent=2))
     else:
         out.print(report.recommendation_report(rec, outcome.confirmation))
-        out.print(report.baseline_line(outcome.baseline, rec))
+        out.print(report.baseline_line(outcome.baseline, outcome.against_baseline, rec))
         if largest:
             out.print(report.largest_batches_table(largest, outcome.target))
     if rec.considered:

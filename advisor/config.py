@@ -162,19 +162,7 @@ def workload_spec(cfg: DictConfig) -> WorkloadSpec:
         if "_target_" not in node:
             raise ConfigError("the model config has no _target_; name a workload with workload=")
         source, arguments = str(node.pop("_target_")), node
-    text = _canonical(arguments)
-    described = workload.describe(source, text)
-    return WorkloadSpec(
-        name=described.name,
-        source=source,
-        arguments=text,
-        code=described.code,
-        versions=workload.library_versions(),
-        block=described.block,
-        family=described.family,
-        image_input=described.image_input,
-        tokens_per_sample=described.tokens_per_sample,
-    )
+    return workload.describe(source, _canonical(arguments))
 
 
 def _absolute(source: str) -> str:

@@ -31,7 +31,7 @@ from torch.utils._pytree import tree_flatten, tree_leaves
 from advisor.allocator import Block, CachingAllocator
 from advisor.cuda_emulation import step_precision
 from advisor.spec import Checkpointing, Device, TrialSpec
-from advisor.training import build_model, checkpoint_blocks, load, make_batch
+from advisor.training import build_model, checkpoint_blocks, device_batch, workload_of
 
 BLOCK = 512  # the caching allocator rounds every block to this many bytes
 TOP_MODULES = 10
@@ -77,7 +77,7 @@ def fake_step(spec: TrialSpec) -> FakeStep:
     cpu = torch.device("cpu")
     # Built on the meta device (some initialisers read values back, which fake tensors cannot),
     # then given fake storage.
-    work = load(spec.model)
+    work = workload_of(spec.model)
     meta_model = build_model(work, torch.device("meta"))
     if spec.channels_last:  # before the fake storage: empty_like keeps the layout
         meta_model = meta_model.to(memory_format=torch.channels_last)
@@ -89,7 +89,7 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         params = list(model.parameters())
         params_bytes = counter.bytes_of(params)
         buffers_bytes = counter.bytes_of(model.buffers())
-        batch = make_batch(work, spec, cpu)
+        batch = device_batch(work, spec, cpu)
         inputs_bytes = counter.bytes_of(
             t for t in tree_leaves(batch) if isinstance(t, torch.Tensor)
         )

@@ -30,7 +30,7 @@ from advisor import gpus
 from advisor.config import MeasureConfig
 from advisor.result import Memory, Phase, Throughput
 from advisor.spec import Device, TrialSpec
-from advisor.training import Training, build, build_model, load, make_batch, train_step
+from advisor.training import Training, build, build_model, device_batch, train_step, workload_of
 
 # fp16's GradScaler starts at a scale of 2**16 and halves it, skipping the optimizer step, while
 # gradients overflow: warm-up goes on (up to this many steps) until a step really updates, so
@@ -309,9 +309,9 @@ def count_flops(spec: TrialSpec) -> float | None:
     the meta device (nothing allocated), without checkpointing's recompute, as MFU counts them."""
     meta = torch.device("meta")
     try:
-        work = load(spec.model)
+        work = workload_of(spec.model)
         model = build_model(work, meta)
-        batch = make_batch(work, spec, meta)
+        batch = device_batch(work, spec, meta)
         with FlopCounterMode(display=False) as counter:
             work.compute_loss(model, batch).backward()
         return float(counter.get_total_flops() * spec.grad_accum)

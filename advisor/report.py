@@ -12,7 +12,7 @@ from rich.text import Text
 
 from advisor.estimator import Calibration, Estimate
 from advisor.memory_model import Target
-from advisor.recommendation import Recommendation, against
+from advisor.recommendation import Against, Recommendation
 from advisor.result import Category, Memory, Status, TrialResult
 from advisor.search import Step, SweepProgress
 from advisor.spec import TrialSpec
@@ -205,6 +205,7 @@ def save_memory_png(result: TrialResult, device_memory: int | None, path: Path) 
     colours = {
         "grey50": "#7f7f7f",
         "blue": "#1f77b4",
+        "bright_blue": "#6baed6",
         "magenta": "#c13dbf",
         "yellow": "#e5c100",
         "green": "#2ca02c",
@@ -304,7 +305,9 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
     return Group(*lines)
 
 
-def baseline_line(baseline: TrialResult | None, rec: Recommendation) -> Text:
+def baseline_line(
+    baseline: TrialResult | None, versus: Against | None, rec: Recommendation
+) -> Text:
     """The recommendation against the user's own settings, in one line."""
     if baseline is None:
         return Text("your current settings were judged not to fit without running them")
@@ -312,15 +315,18 @@ def baseline_line(baseline: TrialResult | None, rec: Recommendation) -> Text:
     if baseline.status is not Status.ok:
         return Text(f"your current settings ({setting}) did not run: {baseline.status.value}")
     verdict = "fit the target" if rec.target.fits(baseline) else "do not fit the target"
-    versus = against(baseline, rec.best)
     if versus is None:
         return Text(f"your current settings ({setting}) {verdict}")
     if rec.best is not None and rec.best.spec.uncapped == baseline.spec.uncapped:
         return Text(f"your current settings ({setting}) are the fastest that fit", style="bold")
     saved = versus.memory_saved_bytes
     memory = f"{gib(abs(saved))} {'less' if saved >= 0 else 'more'}"
+    speed = (
+        f"{versus.speedup:.2f}x faster" if versus.speedup >= 1
+        else f"{1 / versus.speedup:.2f}x slower"
+    )  # fmt: skip
     return Text.assemble(
-        (f"{versus.speedup:.1f}x faster and {memory} ", "bold green"),
+        (f"{speed} and {memory} ", "bold green" if versus.speedup >= 1 else "yellow"),
         f"than your current settings ({setting}), which {verdict}",
     )
 

@@ -154,7 +154,8 @@ class TrialResult:
         """The public JSON shape: id, status, spec, memory, throughput, environment, failure."""
         spec = self.spec.to_dict()
         spec["model"] = self.spec.model.name  # the full workload description stays in the store
-        spec["fingerprint"] = self.spec.model.fingerprint  # its code and library versions
+        # its code and library versions; None for trials stored before workloads had one
+        spec["fingerprint"] = self.spec.model.fingerprint if self.spec.model.source else None
         spec["optimizer"] = self.spec.optimizer.name
         spec["hash"] = self.spec.hash
         memory = None
@@ -180,7 +181,7 @@ def _part(value: Any) -> dict[str, Any] | None:
 
 def memory_from_dict(data: dict[str, Any]) -> Memory:
     data = {k: v for k, v in data.items() if k != "allocator_overhead_bytes"}
-    if data.get("buffers_bytes") is None:  # stored before buffers were apart: inside params
+    if data.get("buffers_bytes") is None:  # stored before 0003: buffers counted in params_bytes
         data["buffers_bytes"] = 0
     phase = data.get("peak_phase")
     return Memory(**{**data, "peak_phase": Phase(phase) if phase else None})

@@ -143,6 +143,9 @@ class Sweeper:
         measured counts against `trials`), and fail the trial an interruption left open."""
         for result, reused in earlier:
             self._know(result)
+            self._told[result.spec.hash] = Step(
+                result.spec, "history", result, self.target.fits(result), "measured before"
+            )
             self.progress.measured += not reused
         for trial in self.study.get_trials(states=(TrialState.RUNNING,)):
             self.study.tell(trial.number, state=TrialState.FAIL)
@@ -164,24 +167,31 @@ class Sweeper:
                 )
             )
 
-    def first(self, spec: TrialSpec) -> None:
+    def first(self, spec: TrialSpec) -> Step:
         """Settle this spec before any other: the user's own settings, which the recommendation
-        is held against. Inside the space it is Optuna's first trial; outside, settled here."""
-        params = self.space.params(spec)
-        if params is not None:
-            self.study.enqueue_trial(params, skip_if_exists=True)
-            return
+        is held against. Measured now, or taken from what this sweep or history already has;
+        inside the space, Optuna is told of it as a trial, unless the study has one there."""
         step = self._settle(spec)
-        if step.how == "repeat":
-            return
+        if step.how == "repeat":  # settled by an earlier run of this sweep
+            return self._told[spec.hash]
         if step.result is not None and step.how in ("measured", "history"):
             self.on_result(step.result, step.how == "history")
+        params = self.space.params(spec)
+        crashed = step.result is not None and step.result.status not in (Status.ok, Status.oom)
+        told = any(t.params == params for t in self.study.trials)
+        if params is not None and not crashed and not told:
+            value = _throughput(step.result) if step.result is not None else 0.0
+            self.study.add_trial(
+                optuna.trial.create_trial(
+                    params=params,
+                    distributions=self.space.distributions,
+                    value=value,
+                    system_attrs={f"constraints:{CONSTRAINT}": self._step_excess(step)},
+                )
+            )
         self.progress.steps.append(step)
         self.on_step(self.progress, step)
-
-    def step_of(self, spec: TrialSpec) -> Step | None:
-        """How this sweep settled a spec, if it did."""
-        return self._told.get(spec.hash)
+        return step
 
     def run(self, trials: int, minutes: float | None, patience: int) -> str:
         """Search until a budget is spent or nothing improves; the reason it stopped."""

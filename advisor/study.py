@@ -21,7 +21,7 @@ STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
 def sweep_key(space: Space, target: Target, device_name: str, torch_version: str) -> str:
     """The same command on the same kind of machine gives the same key: that is how it resumes."""
     what = {
-        "model": dataclasses.asdict(space.base.model),
+        "model": [space.base.model.identity, space.base.model.versions],  # not its folder
         "device": space.base.device.value,
         "axes": space.axes,
         "fixed": space.fixed,

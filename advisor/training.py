@@ -64,7 +64,7 @@ def train_step(t: Training, mark: Callable[[Phase], None] = _no_mark) -> None:
 
 def build(spec: TrialSpec, device: torch.device) -> Training:
     set_precision_flags(spec.precision)
-    work = load(spec.model)
+    work = workload_of(spec.model)
     model = build_model(work, device)
     if spec.channels_last:
         model = model.to(memory_format=torch.channels_last)
@@ -73,13 +73,13 @@ def build(spec: TrialSpec, device: torch.device) -> Training:
     optimizer = instantiate(json.loads(spec.optimizer.builder))(model.parameters())
     if spec.compile:
         model = torch.compile(model)  # type: ignore[assignment]
-    batch = make_batch(work, spec, device)
+    batch = device_batch(work, spec, device)
     scaler = torch.amp.GradScaler(device.type, enabled=spec.precision is Precision.fp16)
     return Training(spec, work, model, optimizer, scaler, batch)
 
 
 @functools.lru_cache(maxsize=16)
-def load(model: WorkloadSpec) -> Workload:
+def workload_of(model: WorkloadSpec) -> Workload:
     """The spec's workload, called from its source with its arguments."""
     return workloads.load(model.source, json.loads(model.arguments))
 
@@ -94,7 +94,7 @@ def build_model(work: Workload, device: torch.device) -> nn.Module:
     return model.train()
 
 
-def make_batch(work: Workload, spec: TrialSpec, device: torch.device) -> Any:
+def device_batch(work: Workload, spec: TrialSpec, device: torch.device) -> Any:
     """One micro batch, made on the device; its images in NHWC where the spec says so."""
     batch = workloads.make_batch(work, spec.batch_size, device)
     if not spec.channels_last:

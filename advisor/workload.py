@@ -15,11 +15,13 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import inspect
 import json
+import re
 import signal
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from torch.nn import functional as F
 from torch.utils._pytree import tree_leaves
 
 from advisor.errors import WorkloadError
+from advisor.spec import WorkloadSpec
 
 # Libraries whose version is part of a trial's identity: they build the models.
 MODEL_LIBRARIES = ("torch", "torchvision", "transformers", "timm")
@@ -101,19 +104,6 @@ def default_loss(model: nn.Module, batch: Any) -> torch.Tensor:
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class Described:
-    """What the parent process learns of a workload before any trial: from the function's
-    return value and one batch of one sample made on the CPU."""
-
-    name: str
-    block: str | None
-    family: str
-    image_input: bool  # the batch holds 4-D float tensors: channels_last applies
-    tokens_per_sample: int | None  # token models: the sequence length, for tokens/s
-    code: str  # code_hash of the source
-
-
 def load(source: str, arguments: Mapping[str, Any] | None = None) -> Workload:
     """Call the function named by source with the arguments (data, from the config) and check
     that it returns a Workload."""
@@ -131,43 +121,59 @@ def load(source: str, arguments: Mapping[str, Any] | None = None) -> Workload:
     return workload
 
 
-def describe(source: str, arguments: str) -> Described:
-    """Load the workload, make a batch of one sample on the CPU, and say what it is. Asked
-    again after its source changed, it loads the new code."""
+def describe(source: str, arguments: str) -> WorkloadSpec:
+    """Load the workload, make a batch of one sample on the CPU, check its loss and block on
+    the meta device, and say what it is. Asked again after its file changed, it loads the new
+    code."""
     resolve(source)  # a missing file or function is said before anything is read
     return _describe(source, arguments, code_hash(source, arguments))
 
 
 @functools.lru_cache(maxsize=64)
-def _describe(source: str, arguments: str, code: str) -> Described:
+def _describe(source: str, arguments: str, code: str) -> WorkloadSpec:
     workload = load(source, json.loads(arguments))
     batch = make_batch(workload, 1, torch.device("cpu"))
-    _check_loss(workload)
     tensors = [t for t in tree_leaves(batch) if isinstance(t, torch.Tensor)]
     if not tensors:
         raise WorkloadError(f"{workload.name}: batch(1, cpu) returned no tensors")
+    _check_on_meta(workload)
     image = any(t.dim() == 4 and t.is_floating_point() for t in tensors)
     ids = batch.get("input_ids") if isinstance(batch, Mapping) else None
     if not isinstance(ids, torch.Tensor):
         ids = next((t for t in tensors if t.dim() == 2 and not t.is_floating_point()), None)
-    return Described(
+    return WorkloadSpec(
         name=workload.name,
+        source=source,
+        arguments=arguments,
+        code=code,
+        versions=library_versions(_libraries_used(source, json.loads(arguments))),
         block=workload.block_name,
         family=workload.family or workload.name,
         image_input=image,
         tokens_per_sample=int(ids.shape[-1]) if ids is not None else None,
-        code=code,
     )
 
 
-def _check_loss(workload: Workload) -> None:
-    """The loss of two samples on the meta device (nothing allocated, nothing computed): a loss
-    that is not a scalar is said before any trial runs. Code the meta device cannot run (a
-    value read back, say), or that takes longer than LOSS_CHECK_S (it waits on something), is
-    left to the first trial, whose worker has a timeout."""
+def _check_on_meta(workload: Workload) -> None:
+    """Build the model on the meta device (nothing allocated) and check that its block exists
+    and that the loss of two samples is a scalar, before any trial runs. Code the meta device
+    cannot run (a value read back, say) is left to the first trial; so is a loss that takes
+    longer than LOSS_CHECK_S (it waits on something): the worker has a timeout, this process
+    has not."""
+    meta = torch.device("meta")
+    try:
+        with torch.device(meta):
+            model = workload.model()
+    except Exception:
+        return
+    block = workload.block_name
+    if block and not any(type(m).__name__ == block for m in model.modules()):
+        raise WorkloadError(
+            f"{workload.name}: the model has no module of class {block!r} to checkpoint; "
+            "name one of its classes in block="
+        )
     if threading.current_thread() is not threading.main_thread():
         return  # the alarm below needs the main thread
-    meta = torch.device("meta")
 
     def expire(*_: object) -> None:
         raise _TookTooLong
@@ -175,8 +181,6 @@ def _check_loss(workload: Workload) -> None:
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, LOSS_CHECK_S)
     try:
-        with torch.device(meta):
-            model = workload.model()
         workload.compute_loss(model, workload.batch(2, meta))
     except WorkloadError:
         raise
@@ -276,7 +280,12 @@ def _source_files(source: str, arguments: Any) -> set[Path]:
         if module_name.endswith(".py"):
             files.add(Path(module_name).resolve())
         elif module_name.split(".")[0] not in MODEL_LIBRARIES:
-            module = sys.modules.get(module_name) or importlib.import_module(module_name)
+            try:
+                module = sys.modules.get(module_name) or importlib.import_module(module_name)
+            except ImportError as error:
+                raise WorkloadError(
+                    f"cannot import {module_name} for {target}: {_error_line(error)}"
+                ) from None
             if module.__file__ is not None:
                 files.add(Path(module.__file__))
     return files
@@ -291,16 +300,33 @@ def _targets(node: Any) -> list[str]:
     return []
 
 
-@functools.cache
-def library_versions() -> tuple[tuple[str, str], ...]:
-    """The installed versions of torch and the model libraries."""
+def library_versions(names: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The installed versions of torch and of the model libraries named."""
     versions = []
     for name in MODEL_LIBRARIES:
-        try:
-            versions.append((name, importlib.metadata.version(name)))
-        except importlib.metadata.PackageNotFoundError:
-            continue
+        if name == "torch" or name in names:
+            try:
+                versions.append((name, importlib.metadata.version(name)))
+            except importlib.metadata.PackageNotFoundError:
+                continue
     return tuple(versions)
+
+
+_IMPORT = re.compile(r"^\s*(?:from|import)\s+(\w+)", re.MULTILINE)
+
+
+def _libraries_used(source: str, arguments: Any) -> list[str]:
+    """The model libraries a workload uses: those its arguments' _target_s name, and those its
+    code imports (the whole file of a user's workload; the function alone of advisor's
+    catalog, which imports each library for one kind of model)."""
+    used = [t.split(".")[0] for t in _targets(arguments)]
+    function = resolve(source)
+    if getattr(function, "__module__", "").startswith("advisor."):
+        text = inspect.getsource(function)
+    else:
+        text = "".join(path.read_text() for path in _source_files(source, {}))
+    used += _IMPORT.findall(text)
+    return [name for name in MODEL_LIBRARIES if name in used]
 
 
 def _error_line(error: BaseException) -> str:

@@ -6,7 +6,7 @@ import pytest
 from conftest import spec_of
 
 from advisor.config import load, trial_spec
-from advisor.errors import ConfigError
+from advisor.errors import ConfigError, WorkloadError
 from advisor.spec import Checkpointing, Precision
 
 
@@ -48,7 +48,10 @@ def test_a_workload_file_is_found_from_any_folder_and_counted_by_name_and_code(t
 @pytest.mark.parametrize(
     "overrides,message",
     [
-        (["model=nonesuch"], "unknown model 'nonesuch'; choose one of: bert, convnext_tiny, gpt2, resnet50"),
+        (
+            ["model=nonesuch"],
+            "unknown model 'nonesuch'; choose one of: bert, convnext_tiny, gpt2, resnet50",
+        ),
         (["optimizer=lion"], "unknown optimizer 'lion'; choose one of: adam, adamw"),
         (["precision=fp8"], "precision: Invalid value 'fp8', expected one of [fp32, tf32"),
         (["batch_size=many"], "batch_size: Value 'many'"),
@@ -77,3 +80,8 @@ def test_bad_config_gets_one_line(overrides, message):
 def test_bad_settings_get_one_line(overrides, message):
     with pytest.raises(ConfigError, match=message):
         trial_spec(load(overrides))
+
+
+def test_a_builder_that_cannot_be_imported_is_one_line():
+    with pytest.raises(WorkloadError, match="cannot import nosuch for nosuch.Net"):
+        spec_of("model.module._target_=nosuch.Net")

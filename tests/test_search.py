@@ -12,7 +12,7 @@ from advisor import search, study
 from advisor.config import load, trial_spec
 from advisor.estimator import DEFAULT_CONTEXT_BYTES
 from advisor.memory_model import Target, fit
-from advisor.recommendation import recommend
+from advisor.recommendation import against, recommend
 from advisor.result import Failure, Phase, Status, TrialResult
 from advisor.space import space_of
 from advisor.store.store import Store
@@ -337,3 +337,62 @@ def test_a_setting_that_crashed_is_not_run_at_another_batch(db_url, study_url):
     assert first.how == "measured" and first.result.status is Status.crashed
     assert second.how == "crash-family" and not second.feasible
     assert [s.batch_size for s in backend.calls if s.precision.value == "fp16"] == [64]
+
+
+def test_the_users_settings_are_settled_first_and_held_against(db_url, study_url):
+    """The baseline: measured before any designed trial, inside the space a trial Optuna knows,
+    and the recommendation compared with it."""
+    store = Store(db_url)
+    backend = FakeBackend(store)
+    sweeper, target = make_sweeper(store, backend, study_url, "batch_size=64", "precision=fp32")
+    base = sweeper.space.base
+    first = sweeper.first(base)
+    assert backend.calls == [base] and first.how == "measured" and first.result is not None
+    assert [t.params["batch_size"] for t in sweeper.study.trials] == [64]
+    sweeper.run(trials=8, minutes=None, patience=4)
+    assert backend.calls[0] == base and base not in backend.calls[1:]  # never measured twice
+    best = recommend(list(sweeper.results.values()), target).best
+    versus = against(first.result, best)
+    assert versus is not None and versus.speedup > 1  # fp32 at 64 is not resnet50's fastest
+    assert versus.speedup == best.throughput.samples_per_s / first.result.throughput.samples_per_s
+
+
+def test_a_baseline_measured_before_is_reused_and_still_reported(db_url, study_url):
+    """Once lost when history already held the setting (the study skipped it as a repeat)."""
+    store = Store(db_url)
+    backend = FakeBackend(store)
+    sweeper, _ = make_sweeper(store, backend, study_url, "batch_size=64")
+    measured = sweeper.first(sweeper.space.base).result
+    again, _ = make_sweeper(store, FakeBackend(store), study_url, "batch_size=64")
+    again.warm_start(store.trials())
+    step = again.first(again.space.base)
+    assert step.how == "history" and step.result.id == measured.id
+    assert len(again.study.trials) == 1  # warm start had it: Optuna is not told twice
+
+
+def test_a_baseline_outside_the_space_is_measured_but_not_recommended(db_url, study_url):
+    store = Store(db_url)
+    backend = FakeBackend(store)
+    sweeper, _ = make_sweeper(store, backend, study_url, "batch_size=48")  # not in the space
+    step = sweeper.first(sweeper.space.base)
+    assert step.how == "measured" and sweeper.space.params(step.spec) is None
+    assert sweeper.study.trials == []  # not a point Optuna can take
+
+
+def test_the_baseline_line_says_slower_when_the_answer_is_slower():
+    """When the user's own setting does not fit, the answer may be slower: say so, not "0.6x
+    faster"."""
+    from fake_backend import fake_result
+    from rich.console import Console
+
+    from advisor import report
+
+    fast = fake_result(trial_spec(load([*SPACE, "batch_size=256", "precision=fp16"])))
+    slow = fake_result(trial_spec(load([*SPACE, "batch_size=64", "precision=fp32"])))
+    target = Target("small", 12 * GiB, 0.05)  # fp16 at 256 (14 GiB) does not fit; fp32 at 64 does
+    rec = recommend([fast, slow], target)
+    assert rec.best is slow
+    console = Console(width=200, record=True)
+    console.print(report.baseline_line(fast, against(fast, slow), rec))
+    text = console.export_text()
+    assert "x slower" in text and "do not fit the target" in text and "faster" not in text

@@ -122,6 +122,7 @@ def test_an_edited_workload_is_measured_again(tmp_path, db_url):
         ("tests/workloads/broken.py:batch_raises", "batch(1, cpu) raised ValueError: no data"),
         ("tests/workloads/broken.py:loss_not_scalar", "the loss must be a scalar tensor, got"),
         ("no_such_package.models:workload", "cannot import no_such_package.models"),
+        ("tests/workloads/broken.py:wrong_block", "has no module of class 'Bottleneck'"),
     ],
 )
 def test_a_broken_workload_gets_one_line_and_nothing_is_stored(workload, message, db_url):

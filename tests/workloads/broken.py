@@ -27,3 +27,7 @@ def loss_not_scalar() -> advisor.Workload:
         return nn.functional.cross_entropy(model(batch[0]), batch[1], reduction="none")
 
     return advisor.Workload("loss_not_scalar", lambda: nn.Linear(8, 2), _batch, loss=loss)
+
+
+def wrong_block() -> advisor.Workload:
+    return advisor.Workload("wrong_block", lambda: nn.Linear(8, 2), _batch, block="Bottleneck")
