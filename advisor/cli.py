@@ -20,7 +20,9 @@ from advisor.store.store import Store
 
 app = typer.Typer(
     help="Measure where GPU memory and time go in real PyTorch training steps.\n\n"
-    "Settings are Hydra overrides: advisor run model=resnet50 batch_size=128 precision=bf16",
+    "Settings are Hydra overrides: advisor run model=resnet50 batch_size=128 precision=bf16\n\n"
+    "Your own model: advisor sweep workload=path/to/file.py:function (see README, 'Your own "
+    "model')",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
@@ -58,7 +60,8 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       optimizer=sgd|sgd_momentum|adam|adamw|adamw_fused channels_last=true|false
       compile=true|false expandable_segments=true|false device=auto|cuda|cpu
       memory_cap=BYTES timeout_s=S db_url=URL plot=FILE.png
-    Exit status: 0 when measured (an OOM is a measurement), 1 if the trial crashed or timed out.
+    Exit status: 0 when measured (an OOM is a measurement), 1 if the trial crashed or timed out
+      (or the database cannot be opened), 2 for a setting or workload to fix (nothing stored).
     """
     cfg = app_layer.configure(overrides=overrides or [])
     spec = trial_spec(cfg)

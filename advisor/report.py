@@ -321,6 +321,8 @@ def baseline_line(
         return Text(f"your current settings ({setting}) are the fastest that fit", style="bold")
     saved = versus.memory_saved_bytes
     memory = f"{gib(abs(saved))} {'less' if saved >= 0 else 'more'}"
+    if abs(saved) < 2**20:
+        memory = "the same memory"
     speed = (
         f"{versus.speedup:.2f}x faster" if versus.speedup >= 1
         else f"{1 / versus.speedup:.2f}x slower"

@@ -44,7 +44,7 @@ class Space:
         cuda = base.device is Device.cuda
         axes: dict[str, Sequence[Choice]] = {
             "checkpointing": [c.value for c in config.checkpointing],
-            "precision": [p.value for p in config.precision],
+            "precision": _precisions(config.precision, cuda),
             "optimizer": list(optimizers),
             "channels_last": list(config.channels_last) if image else [False],
             "compile": list(config.compile),
@@ -145,6 +145,15 @@ class Space:
         for choices in self.axes.values():
             n *= len(choices)
         return n
+
+
+def _precisions(given: Sequence[Precision], cuda: bool) -> list[Choice]:
+    """The precision axis. On the CPU tf32 is fp32 (TF32 is a setting of CUDA's matmuls and
+    cuDNN): searching both measures one setting twice and reads noise as a difference."""
+    values: list[Choice] = [p.value for p in given]
+    if not cuda and Precision.fp32 in given and Precision.tf32 in given:
+        values.remove(Precision.tf32.value)
+    return values
 
 
 def space_of(cfg: DictConfig, overrides: list[str], base: TrialSpec) -> Space:

@@ -64,7 +64,8 @@ class Workload:
         )
 
     def compute_loss(self, model: nn.Module, batch: Any) -> torch.Tensor:
-        """The loss of one batch, checked to be a scalar tensor."""
+        """The loss of one batch, checked to be a scalar tensor (the message gives the shape
+        of what came back, for the batch it was given)."""
         loss = self.loss(model, batch) if self.loss is not None else default_loss(model, batch)
         if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
             got = (
@@ -73,10 +74,15 @@ class Workload:
                 else type(loss).__name__
             )
             raise WorkloadError(
-                f"{self.name}: the loss must be a scalar tensor, got {got}; reduce it "
-                "(e.g. .mean())"
+                f"{self.name}: the loss must be a scalar tensor, got {got} for a batch of "
+                f"{_batch_size(batch)}; reduce it (e.g. .mean())"
             )
         return loss
+
+
+def _batch_size(batch: Any) -> int | str:
+    first = next((t for t in tree_leaves(batch) if isinstance(t, torch.Tensor)), None)
+    return int(first.shape[0]) if first is not None and first.dim() else "?"
 
 
 def default_loss(model: nn.Module, batch: Any) -> torch.Tensor:

@@ -116,7 +116,8 @@ def test_calibration_corrects_by_a_line_through_what_the_fake_run_missed():
     assert one.calibration.reserve_offset is None and one.calibration.replay_ratio is None
     ratio = history[0].memory.steady_peak_allocated_bytes / fake_step(at[4]).peak_allocated_bytes
     assert one.peak_allocated_bytes == int(fake_step(at[32]).peak_allocated_bytes * ratio)
-    assert one.peak_reserved_bytes == int(one.peak_allocated_bytes * 1.25)
+    # (from the unrounded peak allocated: a byte apart at most)
+    assert one.peak_reserved_bytes == pytest.approx(one.peak_allocated_bytes * 1.25, abs=2)
 
 
 def test_gpu_estimate_emulates_autocast_and_names_where_memory_goes():
