@@ -86,7 +86,8 @@ def _batch_size(batch: Any) -> int | str:
 
 
 def default_loss(model: nn.Module, batch: Any) -> torch.Tensor:
-    """transformers' own loss for a dict batch; cross entropy for an (x, y) tuple."""
+    """transformers' own loss for a dict batch; cross entropy for an (x, y) tuple, the classes
+    on the last dimension of the output (logits [B, C], or [B, T, C] against labels [B, T])."""
     if isinstance(batch, Mapping):
         output = model(**batch)
         loss = getattr(output, "loss", None)
