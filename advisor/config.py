@@ -102,7 +102,28 @@ def load(overrides: list[str]) -> DictConfig:
     except (HydraException, OmegaConfBaseException) as error:
         raise ConfigError(_one_line(error)) from None
     _own_model_named(cfg, overrides)
+    _check_ranges(cfg)
     return cfg
+
+
+MAX_BATCH = 2**24  # a micro batch or accumulation beyond this is a typo, not a setting
+
+
+def _check_ranges(cfg: DictConfig) -> None:
+    """Settings whose type Hydra checks but whose range it cannot: said here, before anything
+    is built, run or stored."""
+    counts = {"batch_size": cfg.batch_size, "grad_accum": cfg.grad_accum}
+    counts |= {f"space.batch_sizes[{i}]": b for i, b in enumerate(cfg.space.batch_sizes)}
+    counts |= {f"space.grad_accum[{i}]": a for i, a in enumerate(cfg.space.grad_accum)}
+    for name, value in counts.items():
+        if not 1 <= value <= MAX_BATCH:
+            raise ConfigError(f"{name} must be a whole number from 1 to {MAX_BATCH}, got {value}")
+    for name in ("trials", "patience"):
+        if cfg[name] < 1:
+            raise ConfigError(f"{name} must be at least 1, got {cfg[name]}")
+    for name in ("timeout_s", "minutes"):
+        if cfg[name] is not None and not cfg[name] > 0:
+            raise ConfigError(f"{name} must be more than 0, got {cfg[name]}")
 
 
 def _own_model_named(cfg: DictConfig, overrides: list[str]) -> None:

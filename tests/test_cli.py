@@ -138,7 +138,7 @@ def _bytes(tensors):
     "args,message",
     [
         (["model=nonesuch"], "advisor: unknown model 'nonesuch'; choose one of: bert, convnext"),
-        (["batch_size=0", "device=cpu"], "advisor: batch_size must be a positive integer, got 0"),
+        (["batch_size=0", "device=cpu"], "advisor: batch_size must be a whole number from 1 to"),
         (["precision=fp8"], "advisor: precision: Invalid value 'fp8', expected one of [fp32"),
         (
             ["device=cpu", "db_url=sqlite:////proc/version/results.sqlite"],

@@ -72,7 +72,7 @@ def test_bad_config_gets_one_line(overrides, message):
 @pytest.mark.parametrize(
     "overrides,message",
     [
-        (["device=cpu", "batch_size=0"], "batch_size must be a positive integer, got 0"),
+        (["device=cpu", "batch_size=0"], "batch_size must be a whole number from 1 to"),
         (["device=cpu", "model=gpt2", "channels_last=true"], "channels_last applies to image"),
         (["device=tpu"], "unknown device 'tpu'; choose cuda, cpu or auto"),
     ],
@@ -85,3 +85,20 @@ def test_bad_settings_get_one_line(overrides, message):
 def test_a_builder_that_cannot_be_imported_is_one_line():
     with pytest.raises(WorkloadError, match="cannot import nosuch for nosuch.Net"):
         spec_of("model.module._target_=nosuch.Net")
+
+
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("batch_size=1180591620717411303424", "batch_size must be a whole number from 1 to"),
+        ("grad_accum=0", "grad_accum must be a whole number from 1 to 16777216, got 0"),
+        ("space.batch_sizes=[0,-1]", "space.batch_sizes[0] must be a whole number from 1 to"),
+        ("trials=-3", "trials must be at least 1, got -3"),
+        ("timeout_s=0", "timeout_s must be more than 0, got 0"),
+        ("minutes=-1", "minutes must be more than 0, got -1"),
+    ],
+)
+def test_settings_out_of_range_are_refused_before_anything_runs(override, message):
+    with pytest.raises(ConfigError) as error:
+        load([override])
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
