@@ -162,7 +162,7 @@ def test_estimate_command(db_url):
 def test_estimate_bad_input_is_one_line(db_url):
     result = advisor("estimate", "model=tiny_gpt2", "batch_size=0", db_url=db_url)
     assert result.returncode == 2
-    assert result.stderr.startswith("advisor: batch_size must be a positive integer")
+    assert result.stderr.startswith("advisor: batch_size must be a whole number from 1 to")
     assert result.stderr.count("\n") == 1
 
 
