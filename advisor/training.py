@@ -35,7 +35,7 @@ class Training:
     batch: Any  # one micro batch, reused by every micro step
 
     def autocast(self) -> contextlib.AbstractContextManager[None]:
-        """Autocast for bf16 and fp16; nothing for fp32 and tf32 (see set_precision_flags)."""
+        """Autocast for bf16 and fp16; nothing for the fp32 precisions (see set_precision_flags)."""
         dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}
         if self.spec.precision not in dtype:
             return contextlib.nullcontext()
@@ -126,7 +126,8 @@ def checkpoint_blocks(model: nn.Module, block: str) -> None:
 
 
 def set_precision_flags(precision: Precision) -> None:
-    """fp32 means true fp32; tf32 turns TF32 on; the autocast settings leave torch's defaults."""
+    """fp32 means true fp32; tf32 turns TF32 on; default and the autocast settings leave TF32 as
+    torch (or the workload's own code) sets it."""
     if precision in (Precision.fp32, Precision.tf32):
         allow = precision is Precision.tf32
         torch.backends.cuda.matmul.allow_tf32 = allow

@@ -139,7 +139,10 @@ def _bytes(tensors):
     [
         (["model=nonesuch"], "advisor: unknown model 'nonesuch'; choose one of: bert, convnext"),
         (["batch_size=0", "device=cpu"], "advisor: batch_size must be a whole number from 1 to"),
-        (["precision=fp8"], "advisor: precision: Invalid value 'fp8', expected one of [fp32"),
+        (
+            ["precision=fp8"],
+            "advisor: precision: Invalid value 'fp8', expected one of [default, fp32",
+        ),
         (
             ["device=cpu", "db_url=sqlite:////proc/version/results.sqlite"],
             "advisor: cannot open the results database sqlite:////proc/version/results.sqlite",

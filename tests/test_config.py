@@ -15,7 +15,8 @@ def test_defaults_are_what_a_user_expects():
     spec = trial_spec(load(["device=cpu"]))
     assert cfg.device == "auto"
     assert spec.model.name == "resnet50" and spec.optimizer.name == "adamw"
-    assert spec.precision is Precision.fp32 and spec.checkpointing is Checkpointing.none
+    # torch's own precision, as a plain fp32 run has it (TF32 in cuDNN only)
+    assert spec.precision is Precision.default and spec.checkpointing is Checkpointing.none
     assert spec.grad_accum == 1 and not spec.compile and not spec.channels_last
 
 
@@ -53,7 +54,7 @@ def test_a_workload_file_is_found_from_any_folder_and_counted_by_name_and_code(t
             "unknown model 'nonesuch'; choose one of: bert, convnext_tiny, gpt2, resnet50",
         ),
         (["optimizer=lion"], "unknown optimizer 'lion'; choose one of: adam, adamw"),
-        (["precision=fp8"], "precision: Invalid value 'fp8', expected one of [fp32, tf32"),
+        (["precision=fp8"], "precision: Invalid value 'fp8', expected one of [default, fp32, tf32"),
         (["batch_size=many"], "batch_size: Value 'many'"),
         (["colour=blue"], "colour: Key 'colour' not in"),
         (
