@@ -36,7 +36,7 @@ class MeasureConfig:
     min_timed_steps: int = 10  # timed steps before the spread is looked at
     max_timed_steps: int = 200  # stop timing here even if the spread is still wide
     max_timed_s: float = 30.0  # ... or after this many seconds of timed steps
-    target_spread: float = 0.02  # stop once IQR / median of step times is below this
+    target_precision: float = 0.01  # stop once the median step's 95% interval is within this
 
 
 @dataclasses.dataclass
@@ -44,19 +44,28 @@ class SpaceConfig:
     """What a sweep searches. An axis with one value is fixed; the command's own setting (e.g.
     precision=bf16) does not narrow the space: give the axis one value (space.precision=[bf16])."""
 
-    batch_sizes: list[int] = dataclasses.field(
-        default_factory=lambda: [2**i for i in range(11)]  # micro batches 1 to 1024
-    )
+    # micro batches; None: powers of two from 1 to 1024 for a target of up to 80 GiB, and to
+    # the power of two that scales 1024 by the memory beyond (an H200: to 2048)
+    batch_sizes: list[int] | None = None
+    # accumulation steps, searched only with effective_batch_size (else it keeps grad_accum=):
+    # at a fixed micro batch it changes how many samples one update sees, hardly the speed
     grad_accum: list[int] = dataclasses.field(default_factory=lambda: [1, 2, 4, 8])
     checkpointing: list[Checkpointing] = dataclasses.field(
         default_factory=lambda: list(Checkpointing)
     )
-    precision: list[Precision] = dataclasses.field(default_factory=lambda: list(Precision))
+    # Strict fp32 is left out: it is never faster than torch's default, and cuDNN's benchmark
+    # spends minutes on it at large batches (resnet50 b1024 on the H200: over 240 s in the first
+    # step, 1.4 s without the benchmark; experiments/2026-12-01-h200-trial-cost).
+    precision: list[Precision] = dataclasses.field(
+        default_factory=lambda: [Precision.default, Precision.tf32, Precision.bf16, Precision.fp16]
+    )
     # None: the implementations of the chosen optimizer's algorithm (adamw: adamw, adamw_fused);
     # name others to open the axis to other algorithms.
     optimizers: list[str] | None = None
     channels_last: list[bool] = dataclasses.field(default_factory=lambda: [False, True])
     compile: list[bool] = dataclasses.field(default_factory=lambda: [False, True])
+    # a nuisance axis: with both values, a spec that does not fit is tried again with
+    # expandable segments, and the rest keep expandable_segments=
     expandable_segments: list[bool] = dataclasses.field(default_factory=lambda: [False, True])
 
 
@@ -70,7 +79,8 @@ class Config:
     batch_size: int = 32  # micro batch size
     grad_accum: int = 1  # micro batches per optimizer step
     checkpointing: Checkpointing = Checkpointing.none  # none | blocks
-    precision: Precision = Precision.fp32  # fp32 | tf32 | bf16 | fp16
+    precision: Precision = Precision.default  # default (torch's) | fp32 (strict) | tf32 | bf16
+    # | fp16
     channels_last: bool = False  # NHWC memory format (image models)
     compile: bool = False  # torch.compile the model
     expandable_segments: bool = False  # the caching allocator's expandable segments
@@ -86,6 +96,7 @@ class Config:
     minutes: float | None = None  # ... and stops starting new ones after this long
     patience: int = 6  # ... or after this many measured specs (past the designed first ones)
     # without a faster one that fits
+    workers: str = "auto"  # trials at once: auto is one on each visible GPU (1 on the CPU), or N
     margin: float = 0.05  # fraction of the target's memory kept free
     study_db_url: str | None = None  # Optuna's storage (default db/optuna.sqlite)
 
@@ -113,7 +124,7 @@ def _check_ranges(cfg: DictConfig) -> None:
     """Settings whose type Hydra checks but whose range it cannot: said here, before anything
     is built, run or stored."""
     counts = {"batch_size": cfg.batch_size, "grad_accum": cfg.grad_accum}
-    counts |= {f"space.batch_sizes[{i}]": b for i, b in enumerate(cfg.space.batch_sizes)}
+    counts |= {f"space.batch_sizes[{i}]": b for i, b in enumerate(cfg.space.batch_sizes or [])}
     counts |= {f"space.grad_accum[{i}]": a for i, a in enumerate(cfg.space.grad_accum)}
     for name, value in counts.items():
         if not 1 <= value <= MAX_BATCH:

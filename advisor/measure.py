@@ -3,8 +3,11 @@
 Runs inside the worker process (it initialises CUDA). The protocol (DESIGN.md):
 - setup and the first step are inside the whole-trial peak (cuDNN autotuning and compilation can
   take more than the steady state); the steps after the first are the steady state;
-- at least three warm-up steps (more while fp16 skips steps), then timed steps until the spread
-  of step times is small;
+- at least three warm-up steps (more while fp16 skips steps), then timed steps until the median
+  step time is known to the stated precision (its 95% interval), or, in a sweep, until it is
+  clear that the spec cannot beat the best so far;
+- where the seconds went: building, the first step (compilation, cuDNN's benchmark), the other
+  warm-up steps, timing;
 - every figure in int bytes and float seconds.
 On the CPU there is no caching allocator: a dispatch mode accounts for every tensor storage while
 the warm-up steps run (it is off for the timed steps, so timing pays nothing for it).
@@ -13,12 +16,13 @@ the warm-up steps run (it is off for the timed steps, so timing pays nothing for
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import statistics
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -28,7 +32,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from advisor import gpus
 from advisor.config import MeasureConfig
-from advisor.result import Memory, Phase, Throughput
+from advisor.result import Memory, Phase, Throughput, TimingStop
 from advisor.spec import Device, TrialSpec
 from advisor.training import Training, build, build_model, device_batch, train_step, workload_of
 
@@ -191,22 +195,40 @@ def optimizer_state_bytes(optimizer: torch.optim.Optimizer, device: torch.device
     return tensor_bytes(values, device)
 
 
-def measure(spec: TrialSpec, settings: MeasureConfig) -> tuple[Memory, Throughput]:
-    """Build the trial's workload, warm it up and time it. Raises OutOfMemory as the step does."""
+def _no_phase(phase: str) -> None:
+    pass
+
+
+def measure(
+    spec: TrialSpec,
+    settings: MeasureConfig,
+    beat_samples_per_s: float | None = None,
+    on_phase: Callable[[str], None] = _no_phase,
+) -> tuple[Memory, Throughput]:
+    """Build the trial's workload, warm it up and time it. Raises OutOfMemory as the step does.
+    With beat_samples_per_s, timing stops as soon as this spec clearly cannot reach that rate.
+    on_phase(name) is told each phase as it begins: building, compiling or first step, warm-up,
+    timing."""
     device = torch.device(spec.device.value)
     memory: DeviceMemory = CudaMemory(device) if spec.device is Device.cuda else CpuMemory()
     marks = StepMarks(memory)
     # NVML's view of the GPU before this process touches it, for when it cannot name processes.
     used_before = gpus.device_used_bytes(0) if spec.device is Device.cuda else None
     observed_request = _watch_cuda_oom() if spec.device is Device.cuda else None
+    clock = _Clock(spec.device)
     try:
         with memory.tracking():
+            on_phase("building")
             training = build(spec, device)
             marks.training = training
+            setup_s = clock.lap()
+            on_phase("compiling" if spec.compile else "first step")
             skipped = warmup_step(training, marks)  # the first: autotuning, compilation
+            first_step_s = clock.lap()
             first_peak_allocated = memory.peak_allocated()
             first_peak_reserved = memory.peak_reserved()
             marks.restart_peak()
+            on_phase("warm-up")
             warmup_steps = 1
             while warmup_steps < max(settings.warmup_steps, 3) or (
                 skipped and warmup_steps < MAX_WARMUP_STEPS
@@ -219,7 +241,10 @@ def measure(spec: TrialSpec, settings: MeasureConfig) -> tuple[Memory, Throughpu
             inputs_bytes = tensor_bytes(
                 t for t in tree_leaves(training.batch) if isinstance(t, torch.Tensor)
             )
-        times = time_steps(training, settings)
+            warmup_s = clock.lap()
+        on_phase("timing")
+        times, stopped = time_steps(training, settings, beat_samples_per_s)
+        timing_s = clock.lap()
     except Exception as error:
         oom = _as_out_of_memory(error, marks.phase, observed_request)
         if oom is None:
@@ -258,8 +283,29 @@ def measure(spec: TrialSpec, settings: MeasureConfig) -> tuple[Memory, Throughpu
         timed_steps=len(times),
         warmup_steps=warmup_steps,
         flops_per_step=count_flops(spec),
+        step_s_ci95=median_ci95(times),
+        stopped=stopped,
+        setup_s=setup_s,
+        first_step_s=first_step_s,
+        warmup_s=warmup_s,
+        timing_s=timing_s,
     )
     return mem, throughput
+
+
+class _Clock:
+    """Seconds between laps, the device's queued work included."""
+
+    def __init__(self, device: Device) -> None:
+        self.cuda = device is Device.cuda
+        self.last = time.perf_counter()
+
+    def lap(self) -> float:
+        if self.cuda:
+            torch.cuda.synchronize()
+        now = time.perf_counter()
+        seconds, self.last = now - self.last, now
+        return seconds
 
 
 def warmup_step(training: Training, marks: StepMarks) -> bool:
@@ -271,15 +317,24 @@ def warmup_step(training: Training, marks: StepMarks) -> bool:
     return scale is not None and scaler.get_scale() < scale
 
 
-def time_steps(training: Training, settings: MeasureConfig) -> list[float]:
-    """Step times in seconds: timed in chunks until the spread is small or a limit is hit."""
+CUDA_CHUNK = 5  # steps queued between synchronisations (CUDA events time each one)
+CUT_AFTER_STEPS = 5  # timed steps before a spec may be judged unable to beat the best
+
+
+def time_steps(
+    training: Training, settings: MeasureConfig, beat_samples_per_s: float | None = None
+) -> tuple[list[float], TimingStop]:
+    """Step times in seconds, and why timing stopped: once the median is known to
+    settings.target_precision (after min_timed_steps), once even the fastest rate its 95%
+    interval allows is below beat_samples_per_s, or at a limit."""
     cuda = training.spec.device is Device.cuda
+    samples = training.spec.effective_batch_size
     times: list[float] = []
     started = time.perf_counter()
     while True:
         if cuda:
             events = []
-            for _ in range(5):
+            for _ in range(CUDA_CHUNK):
                 begin = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
                 begin.record()
@@ -292,16 +347,26 @@ def time_steps(training: Training, settings: MeasureConfig) -> list[float]:
             begin_s = time.perf_counter()
             train_step(training)
             times.append(time.perf_counter() - begin_s)
+        median, half = statistics.median(times), median_ci95(times)
+        if len(times) >= settings.min_timed_steps and half <= settings.target_precision * median:
+            return times, TimingStop.precise
+        fastest = samples / (median - half) if median > half else float("inf")
+        if beat_samples_per_s and len(times) >= CUT_AFTER_STEPS and fastest < beat_samples_per_s:
+            return times, TimingStop.cut
         if len(times) >= settings.max_timed_steps:
-            break
+            return times, TimingStop.steps
         if time.perf_counter() - started >= settings.max_timed_s and len(times) >= 3:
-            break
-        if (
-            len(times) >= settings.min_timed_steps
-            and _iqr(times) / statistics.median(times) <= settings.target_spread
-        ):
-            break
-    return times
+            return times, TimingStop.seconds
+
+
+def median_ci95(times: list[float]) -> float:
+    """Half-width of a distribution-free 95% confidence interval of the median: the order
+    statistics n/2 -+ 1.96 sqrt(n)/2 (step times are skewed; no normal law is assumed)."""
+    ordered, n = sorted(times), len(times)
+    reach = 1.96 * math.sqrt(n) / 2
+    low = max(0, math.floor(n / 2 - reach))
+    high = min(n - 1, math.ceil(n / 2 + reach) - 1)
+    return (ordered[high] - ordered[low]) / 2
 
 
 def count_flops(spec: TrialSpec) -> float | None:

@@ -100,6 +100,15 @@ class Memory:
         return self.peak_reserved_bytes - self.peak_allocated_bytes
 
 
+class TimingStop(enum.Enum):
+    """Why the timed steps stopped."""
+
+    precise = "precise"  # the median step time was known to the stated precision
+    cut = "cut"  # it could not beat the sweep's best so far: the rate is a bound, not exact
+    steps = "steps"  # measure.max_timed_steps were timed
+    seconds = "seconds"  # measure.max_timed_s passed
+
+
 @dataclasses.dataclass(frozen=True)
 class Throughput:
     samples_per_s: float  # micro batch x accumulation / median step time
@@ -110,11 +119,28 @@ class Throughput:
     warmup_steps: int
     flops_per_step: float | None  # model FLOPs of one step (forward + backward, no recompute)
     mfu: float | None = None  # flops_per_step / step_s_median / the GPU's peak; None on CPU
+    # Stored since schema 0004 (None before):
+    step_s_ci95: float | None = None  # half-width of the median's 95% confidence interval
+    stopped: TimingStop | None = None  # why timing stopped
+    setup_s: float | None = None  # building the model, optimizer and batch on the device
+    first_step_s: float | None = None  # the first step: compilation, cuDNN's benchmark
+    warmup_s: float | None = None  # the other untimed steps
+    timing_s: float | None = None  # the timed steps
 
     @property
     def spread(self) -> float:
         """The spread relative to the median (IQR / median)."""
         return self.step_s_iqr / self.step_s_median
+
+    @property
+    def precision(self) -> float | None:
+        """How well the rate is known: the median's 95% interval relative to the median."""
+        return None if self.step_s_ci95 is None else self.step_s_ci95 / self.step_s_median
+
+
+def throughput_from_dict(data: dict[str, Any]) -> Throughput:
+    stopped = data.get("stopped")
+    return Throughput(**{**data, "stopped": TimingStop(stopped) if stopped else None})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +175,11 @@ class TrialResult:
     wall_s: float  # the whole trial, process start to exit
     id: int | None = None  # set by the store
     created_at: str | None = None  # ISO 8601, UTC; set by the store
+
+    @property
+    def samples_per_s(self) -> float:
+        """Its throughput; 0 when it has none (an OOM, a crash)."""
+        return 0.0 if self.throughput is None else self.throughput.samples_per_s
 
     def to_dict(self) -> dict[str, Any]:
         """The public JSON shape: id, status, spec, memory, throughput, environment, failure."""

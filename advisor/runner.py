@@ -6,6 +6,7 @@ a crash, a fragmented cache) ends with it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -13,7 +14,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from advisor import gpus
@@ -23,44 +26,87 @@ from advisor.result import (
     Environment,
     Failure,
     Status,
-    Throughput,
     TrialResult,
     failure_from_dict,
     memory_from_dict,
+    throughput_from_dict,
 )
-from advisor.spec import TrialSpec
+from advisor.spec import Precision, TrialSpec
 
 STDERR_TAIL_CHARS = 3000  # how much of a crashed worker's output a result keeps
 
 
-def run_trial(spec: TrialSpec, settings: MeasureConfig, timeout_s: float) -> TrialResult:
+POLL_S = 0.25  # how often the runner looks at the worker's phase
+_live: set[int] = set()  # the process groups of the workers running now
+_stopping = threading.Event()
+
+
+def stop_all() -> None:
+    """Kill every worker running now (the sweep was interrupted): their run_trial calls raise
+    KeyboardInterrupt and store nothing."""
+    _stopping.set()
+    for group in list(_live):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+
+
+def _no_phase(phase: str) -> None:
+    pass
+
+
+def run_trial(
+    spec: TrialSpec,
+    settings: MeasureConfig,
+    timeout_s: float,
+    *,
+    beat_samples_per_s: float | None = None,
+    on_phase: Callable[[str], None] = _no_phase,
+    gpu: str | None = None,
+    compile_cache: Path | None = None,
+) -> TrialResult:
     """Measure one spec in a fresh worker process; never raises for what the trial did, only
-    WorkloadError for a workload that breaks its contract (nothing to store)."""
-    request = json.dumps({"spec": spec.to_dict(), "measure": dataclasses.asdict(settings)})
+    WorkloadError for a workload that breaks its contract (nothing to store).
+
+    beat_samples_per_s: timing stops once the spec clearly cannot reach this rate (a sweep's
+    best). on_phase: told the worker's phase as it changes. gpu: the CUDA_VISIBLE_DEVICES entry
+    the worker runs on (None: as this process sees them). compile_cache: torch.compile's
+    cache, shared by the trials (a warm cache compiles in a fraction of the time)."""
+    request = {
+        "spec": spec.to_dict(),
+        "measure": dataclasses.asdict(settings),
+        "beat_samples_per_s": beat_samples_per_s,
+    }
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="advisor-trial-") as tmp:
-        result_path = Path(tmp) / "result.json"
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "advisor.worker", str(result_path)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,  # a model's prints must not reach our stdout (--json)
-            env=worker_environment(spec),
-            start_new_session=True,  # so a timeout kills the worker's children too
-            text=True,
-        )
-        try:
-            output, _ = worker.communicate(request, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            output, _ = worker.communicate()
-            message = f"killed after {timeout_s:g} s\n{_tail(output)}"
-            return _failed(spec, Status.timeout, message, time.perf_counter() - started)
-        except BaseException:  # Ctrl-C or a kill of ours: leave no worker holding the GPU
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
-            raise
+        result_path, phase_path = Path(tmp) / "result.json", Path(tmp) / "phase"
+        (Path(tmp) / "request.json").write_text(json.dumps(request))
+        with open(Path(tmp) / "request.json") as stdin, open(Path(tmp) / "output", "w+") as out:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "advisor.worker", str(result_path), str(phase_path)],
+                stdin=stdin,
+                stdout=out,
+                stderr=subprocess.STDOUT,  # a model's prints must not reach our stdout (--json)
+                env=worker_environment(spec, gpu, compile_cache),
+                start_new_session=True,  # so a timeout kills the worker's children too
+            )
+            _live.add(worker.pid)
+            try:
+                timed_out = _wait(worker, timeout_s, phase_path, on_phase)
+                if _stopping.is_set():
+                    raise KeyboardInterrupt
+            except BaseException:  # Ctrl-C or a kill of ours: leave no worker holding the GPU
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
+                raise
+            finally:
+                _live.discard(worker.pid)
+            out.seek(0)
+            output = out.read()
         wall_s = time.perf_counter() - started
+        if timed_out:
+            message = f"killed after {timeout_s:g} s\n{_tail(output)}"
+            return _failed(spec, Status.timeout, message, wall_s)
         if worker.returncode != 0 or not result_path.exists():
             return _failed(spec, Status.crashed, _exit_text(worker.returncode, output), wall_s)
         outcome = json.loads(result_path.read_text())
@@ -72,20 +118,54 @@ def run_trial(spec: TrialSpec, settings: MeasureConfig, timeout_s: float) -> Tri
             status=Status(outcome["status"]),
             environment=Environment(**outcome["environment"]),
             memory=memory_from_dict(outcome["memory"]) if "memory" in outcome else None,
-            throughput=Throughput(**outcome["throughput"]) if "throughput" in outcome else None,
+            throughput=throughput_from_dict(outcome["throughput"])
+            if "throughput" in outcome
+            else None,
             failure=failure_from_dict(outcome["failure"]) if "failure" in outcome else None,
             wall_s=wall_s,
         )
     )
 
 
-def worker_environment(spec: TrialSpec) -> dict[str, str]:
-    """The worker sees what this process can import, and the spec's allocator setting, which
-    must be in the environment before CUDA starts."""
+def _wait(
+    worker: subprocess.Popen[bytes],
+    timeout_s: float,
+    phase_path: Path,
+    on_phase: Callable[[str], None],
+) -> bool:
+    """Wait for the worker, telling its phase as it changes; True if it was killed for time."""
+    deadline = time.perf_counter() + timeout_s
+    phase = ""
+    while True:
+        try:
+            worker.wait(timeout=POLL_S)
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(OSError):
+            now = phase_path.read_text()
+            if now and now != phase:
+                phase = now
+                on_phase(phase)
+        if time.perf_counter() >= deadline:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+            return True
+
+
+def worker_environment(
+    spec: TrialSpec, gpu: str | None = None, compile_cache: Path | None = None
+) -> dict[str, str]:
+    """The worker sees what this process can import, the spec's allocator setting (which must
+    be in the environment before CUDA starts), its GPU, and the shared compile cache."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env["PYTORCH_CUDA_ALLOC_CONF"] = f"expandable_segments:{spec.expandable_segments}"
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    if compile_cache is not None:
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(compile_cache))
     return env
 
 
@@ -97,7 +177,9 @@ def _with_mfu(result: TrialResult) -> TrialResult:
     profile = gpus.profile_for_device_name(env.device_name)
     if profile is None:
         return result
-    peak = profile.peak_flops[result.spec.precision.value]
+    precision = result.spec.precision
+    # torch's default may run convolutions in TF32: MFU against that peak, a lower bound
+    peak = profile.peak_flops["tf32" if precision is Precision.default else precision.value]
     mfu = t.flops_per_step / t.step_s_median / peak
     return dataclasses.replace(result, throughput=dataclasses.replace(t, mfu=mfu))
 

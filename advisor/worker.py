@@ -1,6 +1,7 @@
-"""The worker: one trial in its own process (python -m advisor.worker RESULT_PATH).
+"""The worker: one trial in its own process (python -m advisor.worker RESULT_PATH [PHASE_PATH]).
 
-It reads {"spec": ..., "measure": ...} as JSON on stdin and writes {"status", "environment",
+It reads {"spec": ..., "measure": ..., "beat_samples_per_s": ...} as JSON on stdin, writes the
+phase it is in to PHASE_PATH as it goes, and writes {"status", "environment",
 "memory", "throughput", "failure"} as JSON to RESULT_PATH. An OOM is a result (exit 0); a
 workload that breaks its contract is reported as {"workload_error": message} (exit 0), which is
 the user's to fix and no result; anything else that goes wrong raises, so the process exits
@@ -16,6 +17,7 @@ import os
 import platform
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -29,14 +31,19 @@ from advisor.result import Environment, Failure, Status
 from advisor.spec import Device, TrialSpec, plain
 
 
-def run(spec: TrialSpec, settings: MeasureConfig) -> dict[str, Any]:
+def run(
+    spec: TrialSpec,
+    settings: MeasureConfig,
+    beat_samples_per_s: float | None = None,
+    phase_path: str | None = None,
+) -> dict[str, Any]:
     apply_memory_cap(spec)
     if spec.device is Device.cuda:
         if not torch.cuda.is_available():
             raise RuntimeError("device=cuda but torch sees no CUDA GPU here; use device=cpu")
         torch.backends.cudnn.benchmark = True
     try:
-        memory, throughput = measure(spec, settings)
+        memory, throughput = measure(spec, settings, beat_samples_per_s, _phase_writer(phase_path))
     except WorkloadError as error:
         return {"workload_error": str(error)}
     except OutOfMemory as oom:
@@ -50,8 +57,20 @@ def run(spec: TrialSpec, settings: MeasureConfig) -> dict[str, Any]:
         "status": Status.ok.value,
         "environment": dataclasses.asdict(environment(spec)),
         "memory": plain(dataclasses.asdict(memory)),
-        "throughput": dataclasses.asdict(throughput),
+        "throughput": plain(dataclasses.asdict(throughput)),
     }
+
+
+def _phase_writer(path: str | None) -> Callable[[str], None]:
+    """Tell the runner the phase through a file it polls (stdout belongs to the model)."""
+
+    def write(phase: str) -> None:
+        if path is not None:
+            with open(path + ".tmp", "w") as f:
+                f.write(phase)
+            os.replace(path + ".tmp", path)
+
+    return write
 
 
 def environment(spec: TrialSpec) -> Environment:
@@ -77,7 +96,12 @@ def environment(spec: TrialSpec) -> Environment:
 def main() -> None:
     request = json.load(sys.stdin)
     spec = TrialSpec.from_dict(request["spec"])
-    outcome = run(spec, MeasureConfig(**request.get("measure", {})))
+    outcome = run(
+        spec,
+        MeasureConfig(**request.get("measure", {})),
+        request.get("beat_samples_per_s"),
+        sys.argv[2] if len(sys.argv) > 2 else None,
+    )
     tmp = sys.argv[1] + ".tmp"
     with open(tmp, "w") as f:
         json.dump(outcome, f)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from conftest import FAST, spec_of
@@ -132,3 +134,48 @@ def test_causal_lms_train_without_a_kv_cache_and_compute_their_own_loss():
         assert output.past_key_values is None and output.loss.dim() == 0
         loss = training.workload.compute_loss(training.model, training.batch)
         assert torch.equal(loss, output.loss)
+
+
+def test_timing_stops_once_the_rate_is_known_or_cannot_beat_the_best():
+    from advisor.config import MeasureConfig
+    from advisor.measure import CUT_AFTER_STEPS, median_ci95, time_steps
+    from advisor.result import TimingStop
+
+    training = build(spec_of("model=tiny_mlp", "batch_size=32"), torch.device("cpu"))
+    loose = MeasureConfig(min_timed_steps=5, max_timed_steps=500, max_timed_s=20.0,
+                          target_precision=0.5)  # fmt: skip
+    times, stopped = time_steps(training, loose)
+    assert stopped is TimingStop.precise and 5 <= len(times) < 500
+    assert median_ci95(times) <= 0.5 * sorted(times)[len(times) // 2]
+    # far below a rate it would have to beat: stopped after a few steps, not at the limits
+    strict = MeasureConfig(min_timed_steps=10, max_timed_steps=500, max_timed_s=20.0,
+                           target_precision=0.0)  # fmt: skip
+    times, stopped = time_steps(training, strict, beat_samples_per_s=1e12)
+    assert stopped is TimingStop.cut and len(times) == CUT_AFTER_STEPS
+    times, stopped = time_steps(training, dataclasses.replace(strict, max_timed_steps=7))
+    assert stopped is TimingStop.steps and len(times) == 7
+
+
+def test_the_median_interval_uses_order_statistics():
+    from advisor.measure import median_ci95
+
+    assert median_ci95([1.0]) == 0.0
+    # n = 10: ranks 1 and 8 (0-based) bound the median: (9 - 2) / 2
+    assert median_ci95([float(i) for i in range(10)]) == 3.5
+    assert median_ci95([5.0, 1.0, 3.0, 2.0, 4.0]) == 2.0  # n = 5: the whole range
+
+
+def test_a_trial_says_where_its_time_went_and_its_phases():
+    phases: list[str] = []
+    spec = spec_of("model=tiny_mlp", "batch_size=32")
+    settings = dataclasses.replace(FAST, min_timed_steps=2000, max_timed_steps=2000,
+                                   max_timed_s=1.5, target_precision=0.0)  # fmt: skip
+    result = run_trial(spec, settings, timeout_s=120, on_phase=phases.append)
+    t = result.throughput
+    assert result.status is Status.ok and t.stopped.value == "seconds"
+    assert min(t.setup_s, t.first_step_s, t.warmup_s) > 0 and t.timing_s >= 1.5
+    assert t.setup_s + t.first_step_s + t.warmup_s + t.timing_s < result.wall_s
+    assert t.precision is not None and t.precision < 0.5
+    order = ["building", "first step", "warm-up", "timing"]
+    assert phases and phases[-1] == "timing"  # timing lasts 1.5 s: the runner saw it
+    assert [order.index(p) for p in phases] == sorted(order.index(p) for p in phases)

@@ -28,6 +28,7 @@ from advisor.result import (
     TrialResult,
     failure_from_dict,
     memory_from_dict,
+    throughput_from_dict,
 )
 from advisor.spec import TrialSpec
 from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
@@ -65,6 +66,14 @@ class Store:
                 f"give a writable one with db_url=... or {URL_VARIABLE}"
             ) from None
         self._session = sessionmaker(self.engine, expire_on_commit=False)
+
+    def compile_cache(self) -> Path | None:
+        """Where torch.compile's cache lives for these results, shared by every trial: beside a
+        SQLite file; None (torch's own default) for a database elsewhere."""
+        parsed = make_url(self.url)
+        if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+            return None
+        return Path(parsed.database).resolve().parent / "compile-cache"
 
     def add(self, result: TrialResult) -> TrialResult:
         """Store one trial with its environment in one transaction: all of it, or nothing."""
@@ -258,7 +267,8 @@ def _trial_row(result: TrialResult, now: datetime.datetime) -> TrialRow:
             setattr(row, name, getattr(value, "value", value))
     if result.throughput is not None:
         for name in _THROUGHPUT_FIELDS:
-            setattr(row, name, getattr(result.throughput, name))
+            value = getattr(result.throughput, name)
+            setattr(row, name, getattr(value, "value", value))
     return row
 
 
@@ -267,7 +277,7 @@ def _result(row: TrialRow) -> TrialResult:
     if row.peak_allocated_bytes is not None:
         memory = memory_from_dict({name: getattr(row, name) for name in _MEMORY_FIELDS})
     if row.step_s_median is not None:
-        throughput = Throughput(**{name: getattr(row, name) for name in _THROUGHPUT_FIELDS})
+        throughput = throughput_from_dict({name: getattr(row, name) for name in _THROUGHPUT_FIELDS})
     if row.failure_message is not None:
         failure = failure_from_dict(
             {

@@ -89,6 +89,13 @@ class TrialRow(Base):
     warmup_steps: Mapped[int | None]
     flops_per_step: Mapped[float | None] = mapped_column(Float)
     mfu: Mapped[float | None] = mapped_column(Float)
+    # since 0004 (None before): how well the rate is known, and where the trial's time went
+    step_s_ci95: Mapped[float | None] = mapped_column(Float)
+    stopped: Mapped[str | None] = mapped_column(String(20))
+    setup_s: Mapped[float | None] = mapped_column(Float)
+    first_step_s: Mapped[float | None] = mapped_column(Float)
+    warmup_s: Mapped[float | None] = mapped_column(Float)
+    timing_s: Mapped[float | None] = mapped_column(Float)
 
 
 class SweepRow(Base):
