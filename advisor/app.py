@@ -7,7 +7,6 @@ arguments (batch_size=8, precision="bf16", gpu={"memory": "24GiB"}), or both.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import inspect
 import sys
@@ -17,8 +16,9 @@ from typing import Any
 from omegaconf import DictConfig
 
 from advisor import gpus, search, study
+from advisor.backend import WorkerBackend
 from advisor.config import MeasureConfig, load, trial_spec
-from advisor.errors import WorkloadError
+from advisor.errors import ConfigError, WorkloadError
 from advisor.estimator import Estimate, Estimator
 from advisor.estimator import estimate as estimate_spec
 from advisor.memory_model import Target
@@ -91,6 +91,9 @@ def recommend(
     return recommend_from(history, target, cfg.effective_batch_size)
 
 
+DISAGREE = 0.05  # two measurements of the recommended setting further apart: measure again
+
+
 @dataclasses.dataclass(frozen=True)
 class SweepOutcome:
     sweep_id: int
@@ -101,25 +104,40 @@ class SweepOutcome:
     # against. None when judged not to fit without running.
     baseline: TrialResult | None
     recommendation: Recommendation
-    confirmation: TrialResult | None  # the recommended setting run under the target's cap
+    # the recommended setting measured again (under the target's cap, where there is one)
+    confirmation: TrialResult | None
+    # every measurement of the recommended setting in this environment, newest first; a third
+    # is made when two disagree by more than 5%
+    repeats: list[TrialResult]
     results: list[TrialResult]  # the results in the space, which the recommendation is from
     largest_batches: dict[str, tuple[TrialSpec, int, str]]  # family: (spec, batch, by what)
+    elapsed_s: float  # the search, from the first trial to the last
+    # seconds until a setting within 2% of the recommendation's rate was measured
+    time_to_98_s: float | None
+    workers: int
 
     @property
     def against_baseline(self) -> Against | None:
         """The recommendation against the baseline, where both were measured."""
         return against(self.baseline, self.recommendation.best)
 
+    @property
+    def disagreement(self) -> float | None:
+        """How far apart the recommended setting's measurements are: (max - min) / median."""
+        rates = sorted(r.samples_per_s for r in self.repeats if r.status is Status.ok)
+        if len(rates) < 2:
+            return None
+        return (rates[-1] - rates[0]) / rates[len(rates) // 2]
+
 
 @dataclasses.dataclass
 class SweepEvents:
     """What a sweep tells as it goes (the command line shows it; Python callers may listen)."""
 
-    started: Callable[[int, str, int], None] = lambda sweep_id, what, resumed: None
+    started: Callable[[int, str, int, int], None] = lambda sweep_id, what, resumed, workers: None
     step: Callable[[search.SweepProgress, search.Step], None] = lambda progress, step: None
-    measuring: Callable[[TrialSpec], contextlib.AbstractContextManager[Any]] = lambda spec: (
-        contextlib.nullcontext()
-    )
+    measuring: Callable[[int, TrialSpec], None] = lambda slot, spec: None  # worker slot's spec
+    phase: Callable[[int, str], None] = lambda slot, phase: None  # building, compiling, ...
 
 
 def sweep(
@@ -140,12 +158,15 @@ def sweep(
     cap = trial_cap(target, local.memory_bytes if local else None)
     if base.memory_cap_bytes is None and cap is not None:
         base = dataclasses.replace(base, memory_cap_bytes=cap)
-    space = space_of(cfg, [*given, *([_workload_override(workload)] if workload else [])], base)
+    named = [*given, *([_workload_override(workload)] if workload else [])]
+    space = space_of(cfg, named, base, target.memory_bytes)
+    slots = worker_slots(str(cfg.workers), base.device)
     store = Store(cfg.db_url)
     device_name, torch_version = local_device(base.device)
-    backend = search.WorkerBackend(
-        store, MeasureConfig(**cfg.measure), cfg.timeout_s, device_name, torch_version
-    )
+    backend = WorkerBackend(
+        store, MeasureConfig(**cfg.measure), cfg.timeout_s, device_name, torch_version,
+        gpus=slots, compile_cache=store.compile_cache(), on_phase=events.phase,
+    )  # fmt: skip
     key = study.sweep_key(space, target, device_name, torch_version)
     record = store.open_sweep(
         Sweep(key, base.model.name, target.name, target.memory_bytes, target.margin,
@@ -159,38 +180,30 @@ def sweep(
         sweep_id,
         f"{base.model.name} on {device_name} for {target.name} ({space.size()} points)",
         len(earlier),
+        len(slots),
     )
     history = store.trials(model=base.model.name)
     sweeper = search.Sweeper(
         space,
         target,
-        _Announcing(backend, events),
+        backend,
         optuna_study,
         on_step=events.step,
         on_result=lambda result, reused: store.link(sweep_id, result.id or 0, reused),
         estimate=Estimator(history),
+        on_measuring=events.measuring,
     )
     sweeper.resume(earlier)
     sweeper.warm_start(
         [r for r in history if r.environment and r.environment.device_name == device_name]
     )
     baseline = sweeper.first(base)
-    reason = sweeper.run(cfg.trials, cfg.minutes, cfg.patience)
+    reason = sweeper.run(cfg.trials, cfg.minutes, cfg.patience, workers=len(slots))
+    elapsed_s = sweeper.progress.elapsed_s
     # recommended from the space asked for (the baseline may lie outside it)
     results = [r for r in sweeper.results.values() if space.params(r.spec) is not None]
-    rec = recommend_from(results, target, space.effective_batch_size)
-    confirmation = None
-    while rec.best is not None and cap is not None:
-        if rec.best.spec.memory_cap_bytes == cap:  # measured under the cap: confirmed
-            confirmation = rec.best
-            break
-        with events.measuring(dataclasses.replace(rec.best.spec, memory_cap_bytes=cap)):
-            confirmation = search.confirm_under_cap(backend, rec.best, cap)
-        store.link(sweep_id, confirmation.id or 0, False)
-        if confirmation.status is Status.ok:
-            break
-        results = [r for r in results if r.spec.uncapped != rec.best.spec.uncapped]
-        rec = recommend_from(results, target, space.effective_batch_size)
+    answer = _Answer(store, backend, events, sweep_id, cap, device_name, torch_version)
+    rec, results = answer.settle(results, target, space.effective_batch_size)
     store.finish_sweep(sweep_id, reason)
     return SweepOutcome(
         sweep_id=sweep_id,
@@ -199,24 +212,112 @@ def sweep(
         stop_reason=reason,
         baseline=baseline.result,
         recommendation=rec,
-        confirmation=confirmation,
+        confirmation=answer.repeats[0] if answer.repeats else None,
+        repeats=answer.repeats,
         results=results,
         largest_batches=dict(sweeper.largest_batches),
+        elapsed_s=elapsed_s,
+        time_to_98_s=_time_to(0.98, sweeper.progress, rec.best),
+        workers=len(slots),
     )
 
 
-class _Announcing:
-    """The backend, telling the events which spec it is measuring."""
+class _Answer:
+    """The recommendation, measured at least twice (under the target's cap, where there is
+    one): a setting is recommended by its median measurement, a third is made when two
+    disagree by more than DISAGREE, and one that fails again gives way to the next."""
 
-    def __init__(self, backend: search.WorkerBackend, events: SweepEvents) -> None:
-        self.backend, self.events = backend, events
+    def __init__(
+        self,
+        store: Store,
+        backend: WorkerBackend,
+        events: SweepEvents,
+        sweep_id: int,
+        cap: int | None,
+        device_name: str,
+        torch_version: str,
+    ) -> None:
+        self.store, self.backend, self.events, self.sweep_id = store, backend, events, sweep_id
+        self.cap, self.device_name, self.torch_version = cap, device_name, torch_version
+        self.repeats: list[TrialResult] = []  # the answer's measurements, newest first
+        self.excluded: set[str] = set()  # settings that failed their repeat (uncapped hash)
 
-    def measure(self, spec: TrialSpec) -> TrialResult:
-        with self.events.measuring(spec):
-            return self.backend.measure(spec)
+    def settle(
+        self, results: list[TrialResult], target: Target, effective_batch_size: int | None
+    ) -> tuple[Recommendation, list[TrialResult]]:
+        """The recommendation and the results it is from (with the new measurements)."""
+        made: dict[str, int] = {}  # measurements made here, by setting: two at most
+        while True:
+            results = [r for r in results if r.spec.uncapped.hash not in self.excluded]
+            rec = recommend_from(results, target, effective_batch_size)
+            if rec.best is None:
+                self.repeats = []
+                return rec, results
+            setting = rec.best.spec.uncapped
+            known = self._measurements(setting)
+            ids = {r.id for r in results}
+            if any(r.id not in ids for r in known):  # its other measurements count too
+                results = [*results, *(r for r in known if r.id not in ids)]
+                continue
+            capped = self.cap is None or any(r.spec.memory_cap_bytes == self.cap for r in known)
+            rates = [r.samples_per_s for r in known]
+            disagree = len(known) == 2 and (max(rates) - min(rates)) / min(rates) > DISAGREE
+            if (len(known) >= 2 and capped and not disagree) or made.get(setting.hash, 0) >= 2:
+                self.repeats = known
+                return rec, results
+            made[setting.hash] = made.get(setting.hash, 0) + 1
+            spec = dataclasses.replace(setting, memory_cap_bytes=self.cap)
+            self.events.measuring(0, spec)
+            again = self.backend.measure(spec)
+            self.store.link(self.sweep_id, again.id or 0, False)
+            if not (again.status is Status.ok and target.fits(again)):
+                self.excluded.add(setting.hash)  # it does not run (or fit) again: the next best
 
-    def measured_before(self, spec: TrialSpec) -> TrialResult | None:
-        return self.backend.measured_before(spec)
+    def _measurements(self, setting: TrialSpec) -> list[TrialResult]:
+        """The setting's ok trials in this environment, whatever cap, newest first."""
+        hashes = {setting.hash, dataclasses.replace(setting, memory_cap_bytes=self.cap).hash}
+        found = [r for h in hashes for r in self.store.trials(spec_hash=h, status="ok")]
+        return sorted(
+            (
+                r for r in found
+                if r.environment is not None and r.environment.device_name == self.device_name
+                and r.environment.torch == self.torch_version
+            ),
+            key=lambda r: r.id or 0,
+            reverse=True,
+        )  # fmt: skip
+
+
+def _time_to(
+    share: float, progress: search.SweepProgress, best: TrialResult | None
+) -> float | None:
+    """Seconds from the search's start until a fitting setting measured at least `share` of
+    the best's rate."""
+    if best is None:
+        return None
+    for step in progress.steps:
+        r = step.result
+        if step.feasible and r is not None and r.samples_per_s >= share * best.samples_per_s:
+            return step.at_s
+    return None
+
+
+def worker_slots(workers: str, device: Device) -> list[str | None]:
+    """What each worker runs on: a GPU each (its CUDA_VISIBLE_DEVICES entry), or, on the
+    CPU, none (workers=N there shares the cores; for tests)."""
+    if workers != "auto" and not (workers.isdigit() and int(workers) >= 1):
+        raise ConfigError(f"workers must be auto or a whole number of at least 1, got {workers!r}")
+    if device is Device.cpu:
+        return [None] * (1 if workers == "auto" else int(workers))
+    visible: list[str | None] = list(gpus.visible_gpus()) or [None]
+    if workers == "auto":
+        return visible
+    if int(workers) > len(visible):
+        raise ConfigError(
+            f"workers={workers} but {len(visible)} GPU(s) are visible: one trial runs on each "
+            "GPU at a time; use workers=auto"
+        )
+    return visible[: int(workers)]
 
 
 def local_device(device: Device) -> tuple[str, str]:

@@ -74,6 +74,17 @@ def local_gpu(index: int = 0) -> LocalGpu | None:
         )
 
 
+def visible_gpus() -> list[str]:
+    """The GPUs CUDA would show, each as its CUDA_VISIBLE_DEVICES entry (a worker given one sees
+    just that GPU, as cuda:0): the variable's entries, or every GPU NVML counts."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        entries = [str(nvml_device(i, visible)) for i in range(len(visible.split(",")))]
+        return [e for e in entries if e != "None"]
+    with _nvml() as nvml:
+        return [] if nvml is None else [str(i) for i in range(nvml.nvmlDeviceGetCount())]
+
+
 def cpu_name() -> str:
     """The CPU as a device name: 'CPU: ' and its model."""
     try:

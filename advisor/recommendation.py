@@ -79,15 +79,23 @@ def pareto_front(results: Sequence[TrialResult]) -> list[TrialResult]:
 
 
 def _one_per_setting(results: Sequence[TrialResult], target: Target) -> list[TrialResult]:
-    """The newest trial of each setting, whatever cap it ran under; but one that fits the
-    target first (a setting over it uncapped can fit under the target's cap, where the
-    allocator gives its cache back)."""
-    chosen: dict[str, TrialResult] = {}
+    """One trial of each setting, whatever cap it ran under. Among its trials that fit the
+    target (a setting over it uncapped can fit under the target's cap, where the allocator
+    gives its cache back), the one at the median rate, the lower of the middle two: a setting
+    measured more than once counts by its typical measurement, not its luckiest. Where none
+    fits, the newest."""
+    groups: dict[str, list[TrialResult]] = {}
     for r in results:
-        key = r.spec.uncapped.hash
-        if key not in chosen or _rank(r, target) > _rank(chosen[key], target):
-            chosen[key] = r
-    return list(chosen.values())
+        groups.setdefault(r.spec.uncapped.hash, []).append(r)
+    chosen = []
+    for group in groups.values():
+        fitting = sorted((r for r in group if _rank(r, target)[0]), key=_speed)
+        chosen.append(fitting[(len(fitting) - 1) // 2] if fitting else max(group, key=_newest))
+    return chosen
+
+
+def _newest(r: TrialResult) -> int:
+    return r.id or 0
 
 
 def _rank(r: TrialResult, target: Target) -> tuple[bool, int]:

@@ -9,85 +9,44 @@ infeasible trial, so the sampler learns where the wall is. Before any GPU time i
 - a family's fitted memory line (memory_model) that clearly puts a spec over budget skips it;
 - without a line yet, so does the fake-tensor estimate (advisor estimate), by a wider margin,
   for an eager spec (the estimate runs the eager model: compiled, memory is often far less).
-Before the sampler's own trials come designed ones (see Sweeper._design_next), and after a spec
-fits, the same family at the largest batch predicted to fit (by the estimate calibrated on what
-was measured, else the line; with neither, the next batch up) is queued next: throughput
-usually grows with batch. After the designed trials, a main-effects model of the throughput
-measured (throughput_model) names the point left it predicts fastest, which is measured next;
-the sweep stops when none is predicted 3% faster than the best, or after `patience` measured
-specs without a faster one.
+Before the sampler's own trials come designed ones (design.py), and after a spec fits, the same
+family at the largest batch predicted to fit (by the estimate calibrated on what was measured,
+else the line; with neither, the next batch up) is queued next: throughput usually grows with
+batch (and when the climb overshoots, the largest batch below predicted to fit). Nuisance axes
+(expandable segments, checkpointing; accumulation without a fixed effective batch) change what
+fits, not what is fastest: they keep the base's value and enter only where memory binds, on a
+spec that did not fit (see Sweeper._rescue). After the designed trials, a
+main-effects model of the throughput measured (throughput_model) names the point left it
+predicts fastest, which is measured next; the sweep stops when none is predicted 2% faster than
+the best, or after `patience` measured specs without a faster one.
+
+Several workers (one per GPU) take specs from the one study, one at a time each; every decision
+is made under one lock, and a spec being measured is reserved, so none is measured twice.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable
 
 import optuna
 from optuna.trial import TrialState
 
 from advisor import throughput_model
-from advisor.config import MeasureConfig
-from advisor.memory_model import AffineFit, Target, family_key, fit
+from advisor.backend import Backend, MemoryEstimate
+from advisor.design import Design
+from advisor.feasibility import Feasibility
+from advisor.memory_model import Target, family_key
 from advisor.result import Status, TrialResult
-from advisor.runner import run_trial
 from advisor.space import Choice, Space, as_int
-from advisor.spec import (
-    TrialSpec,
-)
-from advisor.store.store import Store
+from advisor.spec import Checkpointing, TrialSpec
 
 CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
-CLEARLY_OVER = 0.03  # skip a spec when the memory line puts it this far over, beyond its error
-CLEARLY_OVER_ONE_POINT = 0.10  # ... or this far, when one measured batch drew the line
-CLEARLY_OVER_ESTIMATE = 0.15  # ... or this far by the fake-tensor estimate, when no line exists
-# yet (on the H200 it over-states the steady device peak by 10.1% at worst uncalibrated, 14.6%
-# calibrated: experiments/2026-11-30-estimate)
-PROMISING = 0.03  # keep measuring while a point left is predicted this much faster than the best
+NEAR_MISS = 0.10  # over the budget by at most this: expandable segments may make it fit
+PROMISING = 0.02  # keep measuring while a point left is predicted this much faster than the best
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
-
-
-class Backend(Protocol):
-    """Where measurements come from: worker processes on the local device, or (in tests) a
-    recorded table."""
-
-    def measure(self, spec: TrialSpec) -> TrialResult: ...  # measured now, and stored
-
-    def measured_before(self, spec: TrialSpec) -> TrialResult | None: ...
-
-
-class MemoryEstimate(Protocol):
-    """What a spec needs of the device without running it (advisor estimate), calibrated on what
-    has been measured."""
-
-    def device_peak(self, spec: TrialSpec, measured: Sequence[TrialResult]) -> int: ...
-
-    def largest_batch(
-        self, spec: TrialSpec, target: Target, measured: Sequence[TrialResult]
-    ) -> int | None: ...
-
-
-class WorkerBackend:
-    """Each spec in a worker process of its own; every result stored."""
-
-    def __init__(
-        self,
-        store: Store,
-        settings: MeasureConfig,
-        timeout_s: float,
-        device_name: str,
-        torch_version: str,
-    ) -> None:
-        self.store, self.settings, self.timeout_s = store, settings, timeout_s
-        self.device_name, self.torch_version = device_name, torch_version
-
-    def measure(self, spec: TrialSpec) -> TrialResult:
-        return self.store.add(run_trial(spec, self.settings, self.timeout_s))
-
-    def measured_before(self, spec: TrialSpec) -> TrialResult | None:
-        return self.store.measured_before(spec, self.device_name, self.torch_version)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +58,7 @@ class Step:
     result: TrialResult | None  # None when judged infeasible without running
     feasible: bool
     reason: str = ""
+    at_s: float = 0.0  # when it was settled, in seconds since the sweep's start
 
 
 @dataclasses.dataclass
@@ -106,14 +66,24 @@ class SweepProgress:
     """What the sweep has done so far; passed to the progress callback after each step."""
 
     steps: list[Step] = dataclasses.field(default_factory=list)
-    measured: int = 0
+    measured: int = 0  # specs measured or being measured
     started: float = dataclasses.field(default_factory=time.perf_counter)
     best: TrialResult | None = None
     since_better: int = 0  # measured specs since the best last improved
+    # when the best last improved, in seconds since the start (the time to the answer)
+    best_at_s: float | None = None
 
     @property
     def elapsed_s(self) -> float:
         return time.perf_counter() - self.started
+
+
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """A spec reserved for a worker to measure, and its Optuna trial (None for a rescue)."""
+
+    spec: TrialSpec
+    trial: optuna.trial.Trial | None
 
 
 class Sweeper:
@@ -126,17 +96,26 @@ class Sweeper:
         on_step: Callable[[SweepProgress, Step], None] = lambda progress, step: None,
         on_result: Callable[[TrialResult, bool], None] = lambda result, reused: None,
         estimate: MemoryEstimate | None = None,
+        on_measuring: Callable[[int, TrialSpec], None] = lambda slot, spec: None,
     ) -> None:
         self.space, self.target, self.backend, self.study = space, target, backend, study
-        self.on_step, self.on_result = on_step, on_result
+        self.on_step, self.on_result, self.on_measuring = on_step, on_result, on_measuring
         self.estimate = estimate
         self.progress = SweepProgress()
         self.results: dict[str, TrialResult] = {}  # by spec hash: what this sweep knows
-        # the largest micro batch predicted to fit, by family: the estimate calibrated on what
-        # was measured, else the family's memory line
-        self.largest_batches: dict[str, tuple[TrialSpec, int, str]] = {}
         self._told: dict[str, Step] = {}
-        self._design = "start"  # start -> changes -> combination -> done: see _design_next
+        self._in_flight: dict[str, TrialSpec] = {}  # being measured, by spec hash
+        self._rescues: list[TrialSpec] = []  # specs outside Optuna's axes to measure next
+        self.feasibility = Feasibility(target, estimate, self.results)
+        self._design = Design(space, target)
+        self._lock = threading.Condition()
+        self._idle = 0  # asks in a row that measured nothing
+        self._failure: BaseException | None = None  # what stopped a worker thread
+
+    @property
+    def largest_batches(self) -> dict[str, tuple[TrialSpec, int, str]]:
+        """The largest micro batch predicted to fit, by family: (spec, batch, by what)."""
+        return self.feasibility.largest_batches
 
     def resume(self, earlier: list[tuple[TrialResult, bool]]) -> None:
         """Take back what earlier runs of this sweep used (nothing is run again; what they
@@ -162,7 +141,7 @@ class Sweeper:
                 optuna.trial.create_trial(
                     params=params,
                     distributions=self.space.distributions,
-                    value=_throughput(result),
+                    value=result.samples_per_s,
                     system_attrs={f"constraints:{CONSTRAINT}": self._excess(result)},
                 )
             )
@@ -171,7 +150,11 @@ class Sweeper:
         """Settle this spec before any other: the user's own settings, which the recommendation
         is held against. Measured now, or taken from what this sweep or history already has;
         inside the space, Optuna is told of it as a trial, unless the study has one there."""
-        step = self._settle(spec)
+        step = self._judged(spec)
+        if step is None:
+            self._reserve(spec)
+            self.on_measuring(0, spec)
+            step = self._measured(spec, self.backend.measure(spec))
         if step.how == "repeat":  # settled by an earlier run of this sweep
             return self._told[spec.hash]
         if step.result is not None and step.how in ("measured", "history"):
@@ -180,140 +163,203 @@ class Sweeper:
         crashed = step.result is not None and step.result.status not in (Status.ok, Status.oom)
         told = any(t.params == params for t in self.study.trials)
         if params is not None and not crashed and not told:
-            value = _throughput(step.result) if step.result is not None else 0.0
             self.study.add_trial(
                 optuna.trial.create_trial(
                     params=params,
                     distributions=self.space.distributions,
-                    value=value,
+                    value=step.result.samples_per_s if step.result is not None else 0.0,
                     system_attrs={f"constraints:{CONSTRAINT}": self._step_excess(step)},
                 )
             )
-        self.progress.steps.append(step)
-        self.on_step(self.progress, step)
+        self._record(step)
         return step
 
-    def run(self, trials: int, minutes: float | None, patience: int) -> str:
-        """Search until a budget is spent or nothing improves; the reason it stopped."""
-        idle = 0
+    def run(self, trials: int, minutes: float | None, patience: int, workers: int = 1) -> str:
+        """Search until a budget is spent or nothing improves; the reason it stopped. With
+        several workers, each measures one spec at a time (worker i on the backend's slot i)."""
+        self._budget = (trials, minutes, patience)
+        reasons: list[str] = []
+        if workers == 1:
+            self._work(0, reasons)
+            return reasons[-1]
+        threads = [
+            threading.Thread(target=self._work, args=(slot, reasons), daemon=True)
+            for slot in range(workers)
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(timeout=0.5)
+        except KeyboardInterrupt:  # Ctrl-C reaches this thread only: stop the others' trials
+            with self._lock:
+                self._failure = self._failure or KeyboardInterrupt()
+            self.backend.stop()
+            for thread in threads:
+                thread.join()
+            raise
+        if self._failure is not None:
+            raise self._failure
+        return reasons[-1]
+
+    def _work(self, slot: int, reasons: list[str]) -> None:
+        """One worker: take the next spec to measure, measure it, tell; until told to stop."""
         while True:
-            waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
-            if not waiting:
-                self._design_next()
-                waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+            with self._lock:
+                job = self._next_job()
+                while job is None:
+                    self._lock.wait()
+                    job = self._next_job()
+                if isinstance(job, str):
+                    reasons.append(job)
+                    self._lock.notify_all()
+                    return
+                best = self.progress.best
+                self.on_measuring(slot, job.spec)
+            try:
+                result = self.backend.measure(
+                    job.spec, slot, best.samples_per_s if best is not None else None
+                )
+            except BaseException as error:
+                with self._lock:
+                    self._failure = self._failure or error
+                    self._in_flight.pop(job.spec.hash, None)
+                    self._lock.notify_all()
+                if threading.current_thread() is threading.main_thread():
+                    raise
+                return
+            with self._lock:
+                self._tell(job, self._measured(job.spec, result))
+                self._lock.notify_all()
+
+    def _next_job(self) -> _Job | str | None:
+        """Under the lock: the next spec to measure (reserved), the reason to stop, or None to
+        wait for a spec being measured. Specs settled without measuring are told on the way."""
+        trials, minutes, patience = self._budget
+        while True:
+            if self._failure is not None:
+                return "stopped: a worker failed"
             if self.progress.measured >= trials:
                 return f"measured {trials} specs (trials={trials})"
             if minutes is not None and self.progress.elapsed_s >= 60 * minutes:
                 return f"ran {minutes:g} minutes (minutes={minutes:g})"
-            if self.progress.best is not None and self._design == "done" and not waiting:
+            while self._rescues:
+                spec = self._rescues.pop(0)
+                step = self._judged(spec)
+                if step is None:
+                    self._reserve(spec)
+                    return _Job(spec, None)
+                self._tell(_Job(spec, None), step)
+            waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+            if not waiting and not self._in_flight:  # what is measured decides what comes next
+                self._queue_designed()
+                waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+            if not waiting and self._in_flight and not self._design.done:
+                return None  # what is measured decides what the design tries next
+            if self.progress.best is not None and self._design.done and not waiting:
                 if self.progress.since_better >= patience:
-                    return f"{patience} measured specs without a faster one that fits (patience)"
+                    reason = f"{patience} measured specs without a faster one that fits (patience)"
+                    return None if self._in_flight else reason
                 promising = self._most_promising()
                 if promising is False:
-                    return (
+                    reason = (
                         f"no setting left is predicted to be {PROMISING:.0%} faster than the best "
                         "(a main-effects model of the throughput measured)"
                     )
+                    return None if self._in_flight else reason
                 if isinstance(promising, dict):  # measure it next
                     self.study.enqueue_trial(promising, skip_if_exists=True)
-            if idle >= MAX_IDLE_ASKS or len(self._told) >= self.space.size():
-                return "every spec of the space was measured or ruled out"
+            settled = len(self._told) + len(self._in_flight)
+            if self._idle >= MAX_IDLE_ASKS or settled >= self.space.size():
+                return (
+                    None if self._in_flight else "every spec of the space was measured or ruled out"
+                )
             trial = self.study.ask(self.space.distributions)
             spec = self.space.spec(trial.params)
-            step = self._settle(spec)
-            if step.result is not None and step.how in ("measured", "history"):
-                self.on_result(step.result, step.how == "history")
-            value = _throughput(step.result) if step.result is not None else 0.0
-            if step.result is not None and step.result.status not in (Status.ok, Status.oom):
-                self.study.tell(trial, state=TrialState.FAIL)  # a crash says nothing of memory
-            else:
-                trial.set_constraint(CONSTRAINT, self._step_excess(step))
-                self.study.tell(trial, value)
-            idle = 0 if step.how == "measured" else idle + 1
-            if step.how != "repeat":
-                self.progress.steps.append(step)
-                self.on_step(self.progress, step)
-            if step.feasible and step.how in ("measured", "history"):
-                self._queue_larger(spec)
-
-    def _design_next(self) -> None:
-        """Queue the designed trials that come before the sampler's own: the start (preferred
-        values at a moderate batch, smaller while it does not fit), then each single change of
-        the best so far, then the best value of every axis together. With the climb, these find
-        the usual winner in a handful of trials; the sampler then looks for what they missed."""
-        best = self.progress.best
-        if self._design == "start":
-            if best is None:
-                start = self._smaller_start()
-                if start is not None:
-                    self.study.enqueue_trial(start, skip_if_exists=True)
-                    return
-            self._design = "changes"
-        if self._design == "changes":
-            self._design = "combination"
-            point = self.space.params(best.spec) if best is not None else None
-            if point is not None:
-                for axis, choices in self.space.axes.items():
-                    for value in choices:
-                        if axis != "batch_size" and value != point[axis]:
-                            self.study.enqueue_trial({**point, axis: value}, skip_if_exists=True)
-                return
-        if self._design == "combination":
-            self._design = "done"
-            combined = self._best_values()
-            if combined is not None:
-                self.study.enqueue_trial(combined, skip_if_exists=True)
-
-    def _smaller_start(self) -> dict[str, Choice] | None:
-        """The start point, or the next smaller micro batch of it while bigger ones did not fit
-        (with a fixed effective batch: the next larger accumulation)."""
-        start = self.space.start()
-        tried = {step.spec.hash for step in self._told.values()}
-        if "batch_size" in self.space.axes:
-            axis = "batch_size"
-            order = sorted((as_int(b) for b in self.space.axes[axis]), reverse=True)
-            order = [b for b in order if b <= as_int(start[axis])]
-        elif "grad_accum" in self.space.axes:
-            axis = "grad_accum"
-            order = sorted(as_int(a) for a in self.space.axes[axis])
-            order = [a for a in order if a >= as_int(start[axis])]
-        else:
-            axis, order = "", []
-        for candidate in [{**start, axis: value} for value in order] if axis else [start]:
-            if self.space.spec(candidate).hash not in tried:
-                return candidate
-        return None
-
-    def _best_values(self) -> dict[str, Choice] | None:
-        """Every axis at the value of its fastest fitting trial, at the best trial's batch."""
-        best = self.progress.best
-        point = self.space.params(best.spec) if best is not None else None
-        if point is None:
-            return None
-        fitting = [r for r in self.results.values() if self.target.fits(r)]
-        combined: dict[str, Choice] = dict(point)
-        for axis in point:
-            if axis in ("batch_size", "grad_accum"):
+            if spec.hash in self._in_flight:  # another worker is measuring it
+                self.study.tell(trial, state=TrialState.FAIL)
+                self._idle += 1
                 continue
-            by_value: dict[Choice, float] = {}
-            for r in fitting:
-                p = self.space.params(r.spec)
-                if p is not None:
-                    by_value[p[axis]] = max(by_value.get(p[axis], 0.0), _throughput(r))
-            combined[axis] = max(by_value, key=by_value.__getitem__, default=point[axis])
-        return combined
+            step = self._judged(spec)
+            if step is None:
+                self._reserve(spec)
+                return _Job(spec, trial)
+            self._tell(_Job(spec, trial), step)
 
-    def _settle(self, spec: TrialSpec) -> Step:
+    def _queue_designed(self) -> None:
+        tried = {step.spec.hash for step in self._told.values()}
+        points = self._design.next_points(self.progress.best, tried, self.results.values())
+        for point in points:
+            self.study.enqueue_trial(point, skip_if_exists=True)
+
+    def _reserve(self, spec: TrialSpec) -> None:
+        self._in_flight[spec.hash] = spec
+        self.progress.measured += 1
+
+    def _measured(self, spec: TrialSpec, result: TrialResult) -> Step:
+        self._in_flight.pop(spec.hash, None)
+        self.progress.since_better += 1
+        self._know(result)
+        step = Step(spec, "measured", result, self.target.fits(result))
+        self._told[spec.hash] = step
+        self._idle = 0
+        return step
+
+    def _tell(self, job: _Job, step: Step) -> None:
+        """Tell Optuna, the listeners and the climb what a step settled."""
+        if step.result is not None and step.how in ("measured", "history"):
+            self.on_result(step.result, step.how == "history")
+        if job.trial is not None:
+            if step.result is not None and step.result.status not in (Status.ok, Status.oom):
+                self.study.tell(job.trial, state=TrialState.FAIL)  # a crash says nothing of memory
+            else:
+                job.trial.set_constraint(CONSTRAINT, self._step_excess(step))
+                self.study.tell(job.trial, step.result.samples_per_s if step.result else 0.0)
+        if step.how != "measured":
+            self._idle += 1
+        if step.how != "repeat":
+            self._record(step)
+        crashed = step.how == "crash-family" or (
+            step.result is not None and step.result.status not in (Status.ok, Status.oom)
+        )
+        smaller = step.how != "repeat" and not crashed and self._climb(step.spec)
+        if step.how == "measured" and not step.feasible and not crashed:
+            self._rescue(step, smaller)
+
+    def _record(self, step: Step) -> None:
+        step = dataclasses.replace(step, at_s=self.progress.elapsed_s)
+        self.progress.steps.append(step)
+        self.on_step(self.progress, step)
+
+    def _rescue(self, step: Step, smaller: bool) -> None:
+        """The nuisance axes enter where memory binds, on a spec measured not to fit: expandable
+        segments (less fragmentation, the same speed) when it ran and missed by NEAR_MISS at
+        most; checkpointing (slower, but it fits) when no batch of its setting fits and none
+        smaller is predicted to (`smaller`: the climb queued one). A retry is not retried."""
+        spec, base, nuisance = step.spec, self.space.base, self.space.nuisance
+        if (spec.expandable_segments, spec.checkpointing) != (
+            base.expandable_segments,
+            base.checkpointing,
+        ):
+            return
+        memory = step.result.memory if step.result is not None else None
+        near = memory is not None and self.target.excess(memory.device_peak_bytes) <= NEAR_MISS
+        if "expandable_segments" in nuisance and not spec.expandable_segments and near:
+            self._rescues.append(dataclasses.replace(spec, expandable_segments=True))
+        family = family_key(spec)
+        fits = any(s.feasible for s in self._told.values() if family_key(s.spec) == family)
+        blocks = "checkpointing" in nuisance and spec.checkpointing is Checkpointing.none
+        if blocks and not fits and not smaller:
+            self._rescues.append(dataclasses.replace(spec, checkpointing=Checkpointing.blocks))
+
+    def _judged(self, spec: TrialSpec) -> Step | None:
+        """Settle a spec without running it, if that can be done; None: it must be measured."""
         if spec.hash in self._told:
             return dataclasses.replace(self._told[spec.hash], how="repeat")
         step = self._judge(spec)
-        if step is None:
-            result = self.backend.measure(spec)
-            self.progress.measured += 1
-            self.progress.since_better += 1
-            self._know(result)
-            step = Step(spec, "measured", result, self.target.fits(result))
-        self._told[spec.hash] = step
+        if step is not None:
+            self._told[spec.hash] = step
         return step
 
     def _judge(self, spec: TrialSpec) -> Step | None:
@@ -322,160 +368,130 @@ class Sweeper:
         if known is not None:
             self._know(known)
             return Step(spec, "history", known, self.target.fits(known), "measured before")
-        ruled_out = self._ruled_out(spec)
-        if ruled_out is not None:
-            return ruled_out
-        crashed = self._crashed(spec)
-        if crashed is not None:
-            return crashed
-        if self._fit(family_key(spec)) is None and self.estimate is not None and not spec.compile:
-            # no line for this family yet: ask the estimate. Not for a compiled spec: the fake
-            # step runs the eager model, and inductor keeps far fewer activations (gpt2 at batch
-            # 32 on the H200: 30.1 GiB compiled, 55 eager; experiments/2026-11-30-h200-sweep-capped)
-            estimated = self.estimate.device_peak(spec, list(self.results.values()))
-            if self.target.excess(estimated) > CLEARLY_OVER_ESTIMATE:
-                reason = f"estimated at {estimated / 2**30:.1f} GiB without running"
-                return Step(spec, "estimate", None, False, reason)
-        return None
-
-    def _ruled_out(self, spec: TrialSpec) -> Step | None:
-        """Infeasible by what was measured: a smaller batch that did not fit, or the line."""
-        family = family_key(spec)
-        for other in self.results.values():
-            if (
-                family_key(other.spec) == family
-                and other.spec.batch_size <= spec.batch_size
-                and self._over(other)
-            ):
-                reason = f"batch {other.spec.batch_size} of the same setting did not fit"
-                return Step(spec, "oom-monotone", None, False, reason)
-        line = self._fit(family)
-        if line is not None:
-            predicted = line.peak(spec.batch_size) + line.max_residual_bytes
-            clearly = CLEARLY_OVER if line.points > 1 else CLEARLY_OVER_ONE_POINT
-            if self.target.excess(predicted) > clearly:
-                reason = f"memory line predicts {predicted / 2**30:.1f} GiB"
-                return Step(spec, "memory-model", None, False, reason)
-        return None
-
-    def _crashed(self, spec: TrialSpec) -> Step | None:
-        """A setting that crashed at one batch crashes at the others: what fails is the code
-        path, not the memory (on the H200, gpt2 compiled with checkpointing crashed at every
-        batch; experiments/2026-11-30-h200-sweep-capped). Not a timeout, which can be the
-        batch's."""
-        family = family_key(spec)
-        for other in self.results.values():
-            if family_key(other.spec) == family and other.status is Status.crashed:
-                reason = f"crashed at batch {other.spec.batch_size} with the same other knobs"
-                return Step(spec, "crash-family", None, False, reason)
+        verdict = self.feasibility.verdict(spec)
+        if verdict is not None:
+            return Step(spec, verdict.how, None, False, verdict.reason)
         return None
 
     def _most_promising(self) -> dict[str, Choice] | bool:
-        """The point not yet settled that the main-effects model of what was measured predicts
-        fastest, if that is clearly faster than the best; among points not ruled out by memory.
-        True: none predicted so, but some cannot be predicted (a value nothing measured had, or
-        no model yet); False: nothing left may be clearly faster."""
+        """The setting not yet tried that the main-effects model predicts fastest, if that is
+        clearly faster than the best, at the largest batch predicted to fit. The model is over
+        settings (every axis but the batch), each at its fastest fitting batch once its climb
+        has ended: a setting measured only at a small batch would read as a slow one, and
+        interactions (channels_last x precision) confound a batch effect (on the H200 a model
+        with one read tf32 + compile at b2048 as clearly fastest; it did not even fit).
+        True: none predicted so, but some cannot be predicted (a value no climbed setting had,
+        or no model yet); False: nothing left may be clearly faster."""
         best = self.progress.best
-        measured = [
-            (params, _throughput(r))
-            for r in self.results.values()
-            if r.status is Status.ok and (params := self.space.params(r.spec)) is not None
-        ]
-        model = throughput_model.fit(measured)
+        by_batch = "batch_size" in self.space.axes
+        model = throughput_model.fit(list(self._setting_rates(by_batch).values()))
         if best is None or model is None:
             return True
-        told = {step.spec.hash for step in self._told.values()}
-        # throughput does not fall as the micro batch grows: a batch below every measured one
-        # is predicted at most as fast as the smallest measured
-        smallest = min(
-            (as_int(p["batch_size"]) for p, _ in measured if "batch_size" in p), default=0
-        )
-        unknown, top, top_rate = False, None, _throughput(best) * (1 + PROMISING)
-        for point in self.space.points():
-            seen = point
-            if "batch_size" in point and as_int(point["batch_size"]) < smallest:
-                seen = {**point, "batch_size": smallest}
-            predicted = model.predict(seen)
+        tried = {family_key(step.spec) for step in self._told.values()}
+        tried |= {family_key(spec) for spec in self._in_flight.values()}
+        at: dict[str, Choice] = {"batch_size": best.spec.batch_size} if by_batch else {}
+        unknown, top, top_rate = False, None, best.samples_per_s * (1 + PROMISING)
+        for setting in self.space.settings():
+            predicted = model.predict(setting)
             if predicted is not None and predicted <= top_rate:
                 continue  # (the cheap test first: spaces run to thousands of points)
-            spec = self.space.spec(point)
-            if spec.hash in told or self._ruled_out(spec) is not None:
-                continue
+            if family_key(self.space.spec({**setting, **at})) in tried:
+                continue  # at some batch: the climb has it
             if predicted is None:
                 unknown = True
             else:
-                top, top_rate = point, predicted
+                top, top_rate = {**setting, **at}, predicted
+        if top is not None and by_batch:
+            top["batch_size"] = self._batch_for(top)
         return top if top is not None else unknown
 
-    def _queue_larger(self, spec: TrialSpec) -> None:
-        """Climb: the same setting at the largest batch predicted to fit, or the next one up."""
-        if not any(b > spec.batch_size for b in self.space.batch_sizes):
-            return  # nowhere to climb: spare the estimate's seconds
-        largest = self._largest_batch(spec)
-        if largest is not None:
-            candidates = [b for b in self.space.batch_sizes if spec.batch_size < b <= largest]
-        else:  # one point fixes no line: take the next batch up
-            candidates = [
-                min((b for b in self.space.batch_sizes if b > spec.batch_size), default=0)
-            ]
-        candidates = [b for b in candidates if b > 0]
-        if not candidates:
-            return
-        bigger = dataclasses.replace(spec, batch_size=max(candidates))
-        params = self.space.params(bigger)
-        if params is not None and bigger.hash not in self._told:
-            self.study.enqueue_trial(params, skip_if_exists=True)
+    def _setting_rates(self, by_batch: bool) -> dict[object, tuple[dict[str, Choice], float]]:
+        """Each setting's fastest fitting rate, where its climb has ended (by_batch); else each
+        point's rate."""
+        rates: dict[object, tuple[dict[str, Choice], float]] = {}
+        for r in self.results.values():
+            params = self.space.params(r.spec)
+            if params is None or r.status is not Status.ok or not self.target.fits(r):
+                continue
+            if by_batch and not self._climbed(r.spec):
+                continue
+            setting = {k: v for k, v in params.items() if k != "batch_size" or not by_batch}
+            key = tuple(sorted(setting.items(), key=lambda item: item[0]))
+            if key not in rates or r.samples_per_s > rates[key][1]:
+                rates[key] = (setting, r.samples_per_s)
+        return rates
 
-    def _largest_batch(self, spec: TrialSpec) -> int | None:
-        """The family's largest micro batch predicted to fit: by the estimate, calibrated on the
-        measured points (the allocator's model under the target's limit: it gives its cache back
-        near the limit, which a line through uncapped peaks cannot know), else by the line."""
+    def _climbed(self, spec: TrialSpec) -> bool:
+        """Whether this spec's batch is where its setting's climb ended: the largest that fit,
+        with no batch above left that is predicted to fit and not known to fail."""
         family = family_key(spec)
-        if self.estimate is not None:
-            measured = list(self.results.values())
-            largest = self.estimate.largest_batch(spec, self.target, measured)
-            if largest is not None:
-                self.largest_batches[family] = (spec, largest, "estimate")
-                return largest
-        line = self._fit(family)
-        if line is None:
-            return None
-        self.largest_batches[family] = (spec, line.largest_batch(self.target.allowed_bytes), "line")
-        return self.largest_batches[family][1]
+        if any(family_key(s) == family for s in self._in_flight.values()):
+            return False
+        same = [step for step in self._told.values() if family_key(step.spec) == family]
+        if any(step.feasible and step.spec.batch_size > spec.batch_size for step in same):
+            return False
+        failing = [s.spec.batch_size for s in same if not s.feasible]
+        ceiling = min((b for b in failing if b > spec.batch_size), default=None)
+        above = [
+            b for b in self.space.batch_sizes
+            if b > spec.batch_size and (ceiling is None or b < ceiling)
+        ]  # fmt: skip
+        if not above:
+            return True
+        predicted = self.feasibility.largest_batches.get(family)
+        return predicted is not None and predicted[1] < min(above)
 
-    def _fit(self, family: str) -> AffineFit | None:
-        measured = [
-            r
-            for r in self.results.values()
-            if family_key(r.spec) == family and r.status is Status.ok and r.memory is not None
-        ]
-        points, fixed = [], None
-        for r in measured:
-            assert r.memory is not None
-            points.append((r.spec.batch_size, r.memory.device_peak_bytes))
-            m = r.memory
-            fixed = m.context_bytes + m.params_bytes + m.buffers_bytes + m.grads_bytes
-            fixed += m.optimizer_state_bytes
-        return fit(points, fixed)
+    def _batch_for(self, point: dict[str, Choice]) -> int:
+        """The largest batch of the space predicted to fit for the point's setting."""
+        largest = self.feasibility.largest_batch(self.space.spec(point))
+        if largest is None:
+            return as_int(point["batch_size"])
+        fitting = [b for b in self.space.batch_sizes if b <= largest]
+        return max(fitting) if fitting else min(self.space.batch_sizes)
 
-    def fits(self) -> dict[str, AffineFit]:
-        """The memory line of every family with two measured batches."""
-        families = {family_key(r.spec) for r in self.results.values()}
-        lines = {f: self._fit(f) for f in families}
-        return {f: line for f, line in lines.items() if line is not None}
+    def _climb(self, spec: TrialSpec) -> bool:
+        """After a step of a setting, the next batch of it worth measuring: up from the largest
+        batch that fit, to the largest predicted to fit (the estimate calibrated on what was
+        measured, else the line; with neither, the next up); or, when the step did not fit,
+        down from it, as far as predicted. Nothing once the two bounds meet. True if it queued
+        a smaller batch than the spec's."""
+        if not self.space.batch_sizes:
+            return False  # a fixed effective batch: the accumulation sets the micro batch
+        family = family_key(spec)
+        fitting: list[int] = []
+        failing: list[int] = []
+        for step in self._told.values():
+            if family_key(step.spec) == family:
+                (fitting if step.feasible else failing).append(step.spec.batch_size)
+        low = max(fitting, default=0)
+        high = min((b for b in failing if b > low), default=None)
+        between = [b for b in self.space.batch_sizes if b > low and (high is None or b < high)]
+        if not between:
+            return False
+        largest = self.feasibility.largest_batch(spec)
+        if largest is None:  # nothing predicts: one step up from what fit, or down from what failed
+            pick = min(between) if low or high is None else max(between)
+        else:
+            below = [b for b in between if b <= largest]
+            if not below:
+                return False
+            pick = max(below)
+        candidate = dataclasses.replace(spec, batch_size=pick)
+        params = self.space.params(candidate)
+        if params is None or candidate.hash in self._told or candidate.hash in self._in_flight:
+            return False
+        self.study.enqueue_trial(params, skip_if_exists=True)
+        return pick < spec.batch_size
 
     def _know(self, result: TrialResult) -> None:
-        self.results[result.spec.hash] = result
+        # a setting's first measurement stands for it (later ones, its repeats, are reported)
+        self.results.setdefault(result.spec.hash, result)
         if self.target.fits(result) and (
-            self.progress.best is None or _throughput(result) > _throughput(self.progress.best)
+            self.progress.best is None or result.samples_per_s > self.progress.best.samples_per_s
         ):
             self.progress.best = result
             self.progress.since_better = 0
-
-    def _over(self, result: TrialResult) -> bool:
-        return result.status is Status.oom or (
-            result.status is Status.ok and not self.target.fits(result)
-        )
+            self.progress.best_at_s = self.progress.elapsed_s
 
     def _excess(self, result: TrialResult) -> float:
         if result.status is Status.ok and result.memory is not None:
@@ -486,15 +502,3 @@ class Sweeper:
         if step.result is not None:
             return self._excess(step.result)
         return 1.0
-
-
-def _throughput(result: TrialResult | None) -> float:
-    if result is None or result.throughput is None:
-        return 0.0
-    return result.throughput.samples_per_s
-
-
-def confirm_under_cap(backend: Backend, result: TrialResult, cap: int) -> TrialResult:
-    """Run a setting measured without the cap (history) again under it: does it really fit the
-    smaller GPU?"""
-    return backend.measure(dataclasses.replace(result.spec, memory_cap_bytes=cap))

@@ -20,7 +20,7 @@ Choice = bool | int | float | str | None  # a value Optuna can choose for an axi
 
 # The values most often fastest, first: the designed trials start from them.
 PREFERRED: dict[str, list[Choice]] = {
-    "precision": ["bf16", "fp16", "tf32", "fp32"],
+    "precision": ["bf16", "fp16", "tf32", "default", "fp32"],
     "checkpointing": ["none", "blocks"],
     "channels_last": [True, False],
     "compile": [False, True],  # compiling costs minutes: try it as a change, not first
@@ -37,6 +37,7 @@ class Space:
         config: SpaceConfig,
         optimizers: dict[str, TrialSpec],  # implementation name -> base spec with it
         effective_batch_size: int | None,
+        target_memory_bytes: int | None = None,  # sizes the default batch sizes
     ) -> None:
         self.base, self.optimizers = base, optimizers
         self.effective_batch_size = effective_batch_size
@@ -52,9 +53,20 @@ class Space:
         }
         if not base.model.block:
             axes["checkpointing"] = [Checkpointing.none.value]
+        # Nuisance axes change what fits, hardly the speed: they keep the base's value, and
+        # enter only where memory binds (the sweep retries a spec that did not fit with them).
+        self.nuisance: dict[str, list[Choice]] = {}
+        for axis, value in (
+            ("expandable_segments", base.expandable_segments),
+            ("checkpointing", base.checkpointing.value),
+        ):
+            if len(axes[axis]) > 1 and value in axes[axis]:
+                self.nuisance[axis] = list(axes[axis])
+                axes[axis] = [value]
+        batch_sizes = sorted(set(config.batch_sizes or default_batch_sizes(target_memory_bytes)))
         if effective_batch_size is None:
-            axes["batch_size"] = sorted(set(config.batch_sizes))
-            axes["grad_accum"] = sorted(set(config.grad_accum))
+            axes["batch_size"] = batch_sizes
+            axes["grad_accum"] = [base.grad_accum]  # a nuisance without a fixed effective batch
         else:
             accum = [a for a in sorted(set(config.grad_accum)) if effective_batch_size % a == 0]
             if not accum:
@@ -67,9 +79,7 @@ class Space:
             if not values:
                 raise ConfigError(f"space.{name} is empty; give it at least one value")
         # micro batches the sweep may climb to (none when the effective batch fixes them)
-        self.batch_sizes: list[int] = (
-            sorted(set(config.batch_sizes)) if effective_batch_size is None else []
-        )
+        self.batch_sizes: list[int] = batch_sizes if effective_batch_size is None else []
         self.fixed = {k: v[0] for k, v in axes.items() if len(v) == 1}
         self.axes = {k: v for k, v in axes.items() if len(v) > 1}  # what Optuna chooses
         self.distributions: dict[str, BaseDistribution] = {
@@ -131,14 +141,24 @@ class Space:
         }
         params = {k: values[k] for k in self.distributions}
         inside = all(values[k] in choices for k, choices in self.axes.items())
-        if not inside or self.spec(params).uncapped != spec.uncapped:
+        inside &= all(values[k] in choices for k, choices in self.nuisance.items())
+        if not inside:
             return None
-        return params
+        named = dataclasses.replace(
+            self.spec(params), **{k: getattr(spec, k) for k in self.nuisance}
+        )
+        return params if named.uncapped == spec.uncapped else None
 
     def points(self) -> Iterator[dict[str, Choice]]:
         """Every point of the space."""
         for values in itertools.product(*self.axes.values()):
             yield dict(zip(self.axes, values, strict=True))
+
+    def settings(self) -> Iterator[dict[str, Choice]]:
+        """Every setting of the space: its points without the micro batch (where it is an axis)."""
+        axes = {k: v for k, v in self.axes.items() if k != "batch_size"}
+        for values in itertools.product(*axes.values()):
+            yield dict(zip(axes, values, strict=True))
 
     def size(self) -> int:
         n = 1
@@ -147,16 +167,34 @@ class Space:
         return n
 
 
+LARGEST_DEFAULT_BATCH = 1024  # for a target of up to 80 GiB
+MEMORY_PER_LARGEST = 80 * 2**30
+
+
+def default_batch_sizes(target_memory_bytes: int | None) -> list[int]:
+    """Powers of two from 1 to 1024 for a target of up to 80 GiB; beyond, to the power of two
+    that scales 1024 by the memory (an H200's 140 GiB: 2048): room for larger batches."""
+    largest = LARGEST_DEFAULT_BATCH
+    memory = target_memory_bytes or 0
+    while largest * MEMORY_PER_LARGEST < LARGEST_DEFAULT_BATCH * memory:
+        largest *= 2
+    return [2**i for i in range(largest.bit_length())]
+
+
 def _precisions(given: Sequence[Precision], cuda: bool) -> list[Choice]:
-    """The precision axis. On the CPU tf32 is fp32 (TF32 is a setting of CUDA's matmuls and
-    cuDNN): searching both measures one setting twice and reads noise as a difference."""
+    """The precision axis. On the CPU default, fp32 and tf32 are one computation (TF32 is a
+    setting of CUDA's matmuls and cuDNN): searching more than one of them measures one setting
+    twice and reads noise as a difference, so the first given stands for them."""
     values: list[Choice] = [p.value for p in given]
-    if not cuda and Precision.fp32 in given and Precision.tf32 in given:
-        values.remove(Precision.tf32.value)
+    if not cuda:
+        same = [p.value for p in given if p in (Precision.default, Precision.fp32, Precision.tf32)]
+        values = [v for v in values if v not in same[1:]]
     return values
 
 
-def space_of(cfg: DictConfig, overrides: list[str], base: TrialSpec) -> Space:
+def space_of(
+    cfg: DictConfig, overrides: list[str], base: TrialSpec, target_memory_bytes: int | None = None
+) -> Space:
     """The space of a sweep command: its axes, and a base spec for each optimizer named."""
     space_config = SpaceConfig(**OmegaConf.to_container(cfg.space))  # type: ignore[arg-type]
     names = space_config.optimizers or config.implementations(str(cfg.optimizer.algorithm))
@@ -166,7 +204,7 @@ def space_of(cfg: DictConfig, overrides: list[str], base: TrialSpec) -> Space:
     }
     if cfg.effective_batch_size is not None and cfg.effective_batch_size < 1:
         raise ConfigError(f"effective_batch_size must be positive, got {cfg.effective_batch_size}")
-    return Space(base, space_config, optimizers, cfg.effective_batch_size)
+    return Space(base, space_config, optimizers, cfg.effective_batch_size, target_memory_bytes)
 
 
 def _optimizer(overrides: list[str], name: str) -> OptimizerSpec:

@@ -69,8 +69,9 @@ def test_a_batch_above_one_that_did_not_fit_is_never_run(db_url, study_url):
         sweeper.study.enqueue_trial(params)
     sweeper.run(trials=1, minutes=None, patience=100)
     assert [s.batch_size for s in backend.calls] == [512]
-    sweeper.run(trials=2, minutes=None, patience=100)
-    judged = {step.spec.batch_size: step for step in sweeper.progress.steps[:2]}
+    sweeper.run(trials=3, minutes=None, patience=100)  # (one more: the OOM's checkpointed retry)
+    plain = [step for step in sweeper.progress.steps if step.spec.checkpointing.value == "none"]
+    judged = {step.spec.batch_size: step for step in plain[:2]}
     assert judged[512].result.status is Status.oom
     assert judged[1024].how == "oom-monotone" and not judged[1024].feasible
     assert 1024 not in [
@@ -123,9 +124,11 @@ def test_the_sweep_finds_the_best_that_fits_cheaply(db_url, study_url):
     sweeper.run(trials=20, minutes=None, patience=8)
     rec = recommend(list(sweeper.results.values()), target)
     space = sweeper.space
+    # the grid a user would run: the space's axes and its nuisance axes (checkpointing here)
+    axes = {**space.axes, **space.nuisance}
     everything = [
-        space.spec(dict(zip(space.axes, values, strict=True)))
-        for values in _product(space.axes.values())
+        space.spec({k: v for k, v in zip(axes, values, strict=True) if k in space.axes})
+        for values in _product(axes.values())
     ]
     from fake_backend import speed
 
@@ -313,10 +316,10 @@ def test_a_trial_under_the_cap_is_the_settings_evidence_for_the_target(db_url, s
 
 
 class CrashingBackend(FakeBackend):
-    """fp16 with checkpointing crashes at every batch, as a broken code path does."""
+    """fp16 crashes at every batch, as a broken code path does."""
 
-    def measure(self, spec):
-        if spec.precision.value == "fp16" and spec.checkpointing.value == "blocks":
+    def measure(self, spec, slot=0, beat_samples_per_s=None):
+        if spec.precision.value == "fp16":
             self.calls.append(spec)
             failure = Failure(Phase.setup, None, "worker exited with code 1")
             crash = TrialResult(spec, Status.crashed, ENVIRONMENT, None, None, failure, 1.0)
@@ -327,7 +330,7 @@ class CrashingBackend(FakeBackend):
 def test_a_setting_that_crashed_is_not_run_at_another_batch(db_url, study_url):
     backend = CrashingBackend(Store(db_url))
     sweeper, _ = make_sweeper(Store(db_url), backend, study_url, "space.optimizers=[adamw]")
-    crashing = trial_spec(load([*SPACE, "precision=fp16", "checkpointing=blocks"]))
+    crashing = trial_spec(load([*SPACE, "precision=fp16"]))
     for batch in (64, 128):
         sweeper.study.enqueue_trial(
             sweeper.space.params(dataclasses.replace(crashing, batch_size=batch))
@@ -361,9 +364,10 @@ def test_a_baseline_measured_before_is_reused_and_still_reported(db_url, study_u
     """Once lost when history already held the setting (the study skipped it as a repeat)."""
     store = Store(db_url)
     backend = FakeBackend(store)
-    sweeper, _ = make_sweeper(store, backend, study_url, "batch_size=64")
+    inside = ("batch_size=64", "precision=fp32")  # a baseline inside the space
+    sweeper, _ = make_sweeper(store, backend, study_url, *inside)
     measured = sweeper.first(sweeper.space.base).result
-    again, _ = make_sweeper(store, FakeBackend(store), study_url, "batch_size=64")
+    again, _ = make_sweeper(store, FakeBackend(store), study_url, *inside)
     again.warm_start(store.trials())
     step = again.first(again.space.base)
     assert step.how == "history" and step.result.id == measured.id
@@ -396,3 +400,87 @@ def test_the_baseline_line_says_slower_when_the_answer_is_slower():
     console.print(report.baseline_line(fast, against(fast, slow), rec))
     text = console.export_text()
     assert "x slower" in text and "do not fit the target" in text and "faster" not in text
+
+
+class SlowBackend(FakeBackend):
+    """The fake table, each measurement taking a moment, counting how many run at once."""
+
+    def __init__(self, store):
+        super().__init__(store)
+        import threading
+
+        self.lock = threading.Lock()
+        self.running = self.most_at_once = 0
+        self.slots = set()
+
+    def measure(self, spec, slot=0, beat_samples_per_s=None):
+        import time
+
+        with self.lock:
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+            self.slots.add(slot)
+        time.sleep(0.05)
+        with self.lock:
+            self.running -= 1
+            return super().measure(spec)
+
+
+def test_two_workers_share_one_study_and_measure_nothing_twice(db_url, study_url):
+    store = Store(db_url)
+    backend = SlowBackend(store)
+    sweeper, target = make_sweeper(store, backend, study_url, "space.optimizers=[adamw]")
+    reason = sweeper.run(trials=12, minutes=None, patience=8, workers=2)
+    hashes = [s.hash for s in backend.calls]
+    assert len(hashes) == len(set(hashes))  # nothing measured twice
+    assert backend.most_at_once == 2 and backend.slots == {0, 1}  # both workers measured
+    assert len(hashes) <= 12 and reason
+    alone, _ = make_sweeper(Store(db_url + "-alone"), FakeBackend(Store(db_url + "-alone")),
+                            study_url + "-alone", "space.optimizers=[adamw]")  # fmt: skip
+    alone.run(trials=12, minutes=None, patience=8)
+    rec = recommend(list(sweeper.results.values()), target)
+    assert rec.best is not None
+    assert rec.best.spec == recommend(list(alone.results.values()), target).best.spec
+
+
+def test_accumulation_is_no_axis_without_an_effective_batch(db_url, study_url):
+    store = Store(db_url)
+    sweeper, _ = make_sweeper(store, FakeBackend(store), study_url, "grad_accum=2")
+    assert "grad_accum" not in sweeper.space.axes and sweeper.space.fixed["grad_accum"] == 2
+    fixed, _ = make_sweeper(store, FakeBackend(store), study_url, "effective_batch_size=256")
+    assert fixed.space.axes["grad_accum"] == [1, 2, 4]
+
+
+def test_a_near_miss_is_tried_again_with_expandable_segments(db_url, study_url):
+    store = Store(db_url)
+    backend = FakeBackend(store)
+    spec = trial_spec(load([*SPACE, "device=cuda", "precision=bf16", "batch_size=256"]))
+    memory = peak(spec) / 0.95 / 1.05  # the spec is 5% over what the target allows
+    sweeper, target = make_sweeper(store, backend, study_url, "device=cuda", memory=f"{memory:.0f}")
+    assert "expandable_segments" not in sweeper.space.axes  # a nuisance: not searched on its own
+    far = dataclasses.replace(spec, batch_size=1024)  # an OOM on the fake GPU
+    for s in (spec, far):
+        sweeper.study.enqueue_trial(sweeper.space.params(s))
+    sweeper.run(trials=3, minutes=None, patience=100)
+    assert 0 < target.excess(peak(spec)) <= search.NEAR_MISS
+    assert backend.calls[:2] == [spec, dataclasses.replace(spec, expandable_segments=True)]
+    assert sweeper.space.params(backend.calls[1]) is not None  # still a point of the space
+    # the OOM, far over, is not retried with expandable segments
+    assert dataclasses.replace(far, expandable_segments=True) not in backend.calls
+
+
+def test_checkpointing_enters_only_where_no_batch_of_a_setting_fits(db_url, study_url):
+    store = Store(db_url)
+    backend = FakeBackend(store)
+    # fp32 needs 6.75 GiB at batch 16 without checkpointing and 5.95 GiB with it
+    sweeper, target = make_sweeper(
+        store, backend, study_url, "space.optimizers=[adamw]", "space.precision=[fp32]",
+        "space.batch_sizes=[16,32,64]", memory="6.7GiB",
+    )  # fmt: skip
+    assert "checkpointing" not in sweeper.space.axes  # a nuisance axis
+    sweeper.run(trials=6, minutes=None, patience=8)
+    plain = [s for s in backend.calls if s.checkpointing.value == "none"]
+    checkpointed = [s for s in backend.calls if s.checkpointing.value == "blocks"]
+    assert plain and not any(peak(s) <= target.allowed_bytes for s in plain)
+    assert checkpointed and peak(checkpointed[0]) <= target.allowed_bytes
+    assert min(s.batch_size for s in plain) == 16  # only once no smaller batch was left

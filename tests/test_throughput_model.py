@@ -41,7 +41,7 @@ def test_the_sweep_stops_when_nothing_left_is_predicted_clearly_faster(db_url, s
     backend = FakeBackend(store)
     sweeper, _ = make_sweeper(store, backend, study_url, "space.optimizers=[adamw]")
     reason = sweeper.run(trials=40, minutes=None, patience=100)
-    assert reason.startswith("no setting left is predicted to be 3% faster")
+    assert reason.startswith("no setting left is predicted to be 2% faster")
     assert len(backend.calls) < 40
 
 
@@ -53,6 +53,6 @@ def test_a_batch_below_every_measured_one_is_not_worth_measuring(db_url, study_u
     )  # fmt: skip
     for precision in ("bf16", "fp16"):
         spec = sweeper.space.spec({"batch_size": 64, "precision": precision})
-        sweeper._settle(spec)  # measured at batch 64 only
+        sweeper.first(spec)  # measured at batch 64 only
     # batch 32 was never measured, yet it is predicted no faster than 64: nothing left to try
     assert sweeper._most_promising() is False
