@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -14,6 +15,7 @@ from advisor import app as app_layer
 from advisor import report
 from advisor.config import trial_spec
 from advisor.errors import AdvisorError, StoreError
+from advisor.progress import SweepDisplay
 from advisor.recommendation import Against
 from advisor.result import Status
 from advisor.store.store import Store
@@ -93,7 +95,8 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     \b
     Target: gpu=auto (the local GPU), gpu=PROFILE (conf/gpu), or gpu.memory=SIZE; margin=0.05
       keeps that fraction free. Budget: trials=N (measured specs), minutes=M, patience=N;
-      it also stops once no setting left is predicted 3% faster than the best.
+      it also stops once no setting left is predicted 2% faster than the best.
+      workers=auto runs one trial at a time on each visible GPU (workers=N: the first N).
     Space: space.batch_sizes=[...] space.grad_accum=[...] space.precision=[...]
       space.checkpointing=[...] space.optimizers=[...] (default: implementations of optimizer=)
       space.channels_last=[...] space.compile=[...] space.expandable_segments=[...]
@@ -101,18 +104,14 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     """
     given = overrides or []
     cfg = app_layer.configure(overrides=given)
-    trials = cfg.trials
-    events = app_layer.SweepEvents(
-        started=lambda sweep_id, what, resumed: err.print(
-            f"sweep {sweep_id}: {what}" + (f", resuming with {resumed} trials" if resumed else ""),
-            highlight=False,
-        ),
-        step=lambda progress, step: err.print(
-            report.sweep_step_line(progress, step, trials), soft_wrap=True
-        ),
-        measuring=lambda spec: err.status(f"measuring {report.describe_spec(spec)}"),
-    )
-    outcome = app_layer.sweep(overrides=given, events=events)
+    with SweepDisplay(err, cfg.trials, cfg.minutes) as display:
+        events = app_layer.SweepEvents(
+            started=display.started,
+            step=display.step,
+            measuring=display.measuring,
+            phase=display.phase,
+        )
+        outcome = app_layer.sweep(overrides=given, events=events)
     err.print(f"stopped: {outcome.stop_reason}", highlight=False)
     rec = outcome.recommendation
     plot = Path(cfg.plot or f"advisor-sweep-{outcome.sweep_id}.png")
@@ -125,17 +124,24 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
                 "id": outcome.sweep_id,
                 "stop_reason": outcome.stop_reason,
                 "plot": str(plot),
+                "elapsed_s": outcome.elapsed_s,
+                "time_to_98_s": outcome.time_to_98_s,
+                "workers": outcome.workers,
             },
             "baseline": outcome.baseline.to_dict() if outcome.baseline else None,
             "versus_baseline": _as_dict(outcome.against_baseline),
             **rec.to_dict(),
             "confirmation": outcome.confirmation.to_dict() if outcome.confirmation else None,
+            "repeats": [r.to_dict() for r in outcome.repeats],
+            "disagreement": outcome.disagreement,
             "largest_batches": largest,
         }
         print(json.dumps(payload, indent=2))
     else:
         out.print(report.recommendation_report(rec, outcome.confirmation))
+        out.print(report.repeats_line(outcome.repeats, outcome.disagreement))
         out.print(report.baseline_line(outcome.baseline, outcome.against_baseline, rec))
+        out.print(report.timing_line(outcome.elapsed_s, outcome.time_to_98_s))
         if largest:
             out.print(report.largest_batches_table(largest, outcome.target))
     if rec.considered:
@@ -235,7 +241,12 @@ def _as_dict(versus: Against | None) -> dict[str, object] | None:
 EXIT_CODES: dict[type[AdvisorError], int] = {StoreError: 1}
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM as Ctrl-C: the running trials end, nothing half-stored
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         app()
     except AdvisorError as error:

@@ -13,7 +13,7 @@ from rich.text import Text
 from advisor.estimator import Calibration, Estimate
 from advisor.memory_model import Target
 from advisor.recommendation import Against, Recommendation
-from advisor.result import Category, Memory, Status, TrialResult
+from advisor.result import Category, Memory, Status, Throughput, TimingStop, TrialResult
 from advisor.search import Step, SweepProgress
 from advisor.spec import TrialSpec
 
@@ -30,7 +30,8 @@ COLOURS = {
 CATEGORIES = [(c.field, c.label, COLOURS[c]) for c in Category]
 OVERHEAD = ("allocator_overhead_bytes", "allocator overhead", "red")
 BAR_WIDTH = 60
-NOISY_SPREAD = 0.05  # step times varying more than this (IQR / median) are flagged
+NOISY = 0.02  # a rate known no better than this (its 95% interval; or the IQR) is flagged
+REPEAT_TOLERANCE = 0.05  # measurements of one setting further apart than this disagree
 
 
 def gib(n: float | None) -> str:
@@ -146,8 +147,8 @@ def _throughput_line(result: TrialResult) -> Text:
     assert t is not None
     cpu = " (on the CPU)" if result.spec.device.value == "cpu" else ""
     parts = [
-        f"{t.samples_per_s:,.1f} samples/s{cpu}",
-        f"step {t.step_s_median * 1e3:.2f} ms median ± {t.spread:.1%} (IQR/median)",
+        f"{t.samples_per_s:,.1f} samples/s{cpu}{rate_precision(t)}",
+        f"step {t.step_s_median * 1e3:.2f} ms median, IQR {t.spread:.1%} of it",
         f"{t.timed_steps} timed steps after {t.warmup_steps} warm-up",
     ]
     if t.tokens_per_s:
@@ -155,9 +156,19 @@ def _throughput_line(result: TrialResult) -> Text:
     if t.mfu is not None:
         parts.append(f"MFU {t.mfu:.1%}")
     line = Text("throughput: " + "; ".join(parts))
-    if t.spread > NOISY_SPREAD:
+    if t.stopped is TimingStop.cut:
+        line.append("\ntiming cut short: it could not beat the sweep's best", "yellow")
+    if t.first_step_s is not None:
+        first = "compiling" if result.spec.compile else "the first step"
         line.append(
-            f"\nnoisy: step times vary by {t.spread:.0%}; trust the rate to no better", "yellow"
+            f"\ntime: building {t.setup_s:.1f} s, {first} {t.first_step_s:.1f} s, the other "
+            f"warm-up {t.warmup_s:.1f} s, timing {t.timing_s:.1f} s; {result.wall_s:.1f} s in all",
+            "grey50",
+        )
+    known = t.precision if t.precision is not None else t.spread
+    if known > NOISY:
+        line.append(
+            f"\nnoisy: the rate is known to ±{known:.0%} only; trust it no better", "yellow"
         )
     return line
 
@@ -237,7 +248,9 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
     """One line per spec the sweep settled: k of n measured, the spec, its fate, the best."""
     if step.result is not None and step.result.status is Status.ok and step.result.memory:
         t, m = step.result.throughput, step.result.memory
-        rate = f"{t.samples_per_s:,.1f}/s" if t else "-"
+        rate = f"{t.samples_per_s:,.1f}/s{rate_precision(t)}" if t else "-"
+        if t is not None and t.stopped is TimingStop.cut:
+            rate = f"{t.samples_per_s:,.1f}/s (cut: cannot beat the best)"
         fate = f"{rate}, peak {gib(m.device_peak_bytes)} ({'fits' if step.feasible else 'too big'})"
     elif step.result is not None:
         fate = step.result.status.value
@@ -273,12 +286,12 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
         Text.assemble(
             ("recommended: ", "bold green"),
             (describe_spec(best.spec), "bold"),
-            f" — {throughput.samples_per_s:,.1f} samples/s, device peak "
-            f"{gib(memory.device_peak_bytes)} of {gib(target.memory_bytes)} "
+            f" — {throughput.samples_per_s:,.1f} samples/s{rate_precision(throughput)}, "
+            f"device peak {gib(memory.device_peak_bytes)} of {gib(target.memory_bytes)} "
             f"({gib(rec.margin_left_bytes)} left), trial {best.id}",
         )
     )
-    if confirmation is not None:
+    if confirmation is not None and confirmation.spec.memory_cap_bytes is not None:
         cap = gib(confirmation.spec.memory_cap_bytes)
         how = (
             "its trial ran"
@@ -303,6 +316,32 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
     front_title = "Pareto front: nothing else is both faster and smaller"
     lines.append(_results_table(front_title, rec.front, target))
     return Group(*lines)
+
+
+def rate_precision(throughput: Throughput | None) -> str:
+    """' (±0.4%)': how well the rate is known (the median's 95% interval), where stored."""
+    if throughput is None or throughput.precision is None:
+        return ""
+    return f" (±{throughput.precision:.1%})"
+
+
+def repeats_line(repeats: Sequence[TrialResult], disagreement: float | None) -> Text:
+    """The recommended setting's measurements, and how far apart they are."""
+    if disagreement is None:
+        return Text("")
+    rates = ", ".join(f"{r.samples_per_s:,.1f}" for r in repeats)
+    line = f"measured {len(repeats)} times: {rates} samples/s, {disagreement:.1%} apart"
+    if disagreement > REPEAT_TOLERANCE:
+        return Text(f"{line}: these measurements disagree; do not take one as fact", "yellow")
+    return Text(line)
+
+
+def timing_line(elapsed_s: float, time_to_98_s: float | None) -> Text:
+    """How long the search took, and when it was within 2% of its answer."""
+    line = f"searched for {elapsed_s:.0f} s"
+    if time_to_98_s is not None:
+        line += f"; within 2% of the answer after {time_to_98_s:.0f} s"
+    return Text(line, "grey50")
 
 
 def baseline_line(
