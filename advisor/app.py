@@ -22,7 +22,7 @@ from advisor.errors import ConfigError, WorkloadError
 from advisor.estimator import Estimate, Estimator
 from advisor.estimator import estimate as estimate_spec
 from advisor.memory_model import Target
-from advisor.recommendation import Against, Recommendation, against
+from advisor.recommendation import DISAGREE, Against, Recommendation, against, disagreement
 from advisor.recommendation import recommend as recommend_from
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
@@ -91,7 +91,7 @@ def recommend(
     return recommend_from(history, target, cfg.effective_batch_size)
 
 
-DISAGREE = 0.05  # two measurements of the recommended setting further apart: measure again
+NEAR = 0.02  # the time to the answer: until a setting within this of its rate was measured
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +104,7 @@ class SweepOutcome:
     # against. None when judged not to fit without running.
     baseline: TrialResult | None
     recommendation: Recommendation
-    # the recommended setting measured again (under the target's cap, where there is one)
+    # the recommended setting's newest measurement (under the target's cap, where there is one)
     confirmation: TrialResult | None
     # every measurement of the recommended setting in this environment, newest first; a third
     # is made when two disagree by more than 5%
@@ -112,8 +112,8 @@ class SweepOutcome:
     results: list[TrialResult]  # the results in the space, which the recommendation is from
     largest_batches: dict[str, tuple[TrialSpec, int, str]]  # family: (spec, batch, by what)
     elapsed_s: float  # the search, from the first trial to the last
-    # seconds until a setting within 2% of the recommendation's rate was measured
-    time_to_98_s: float | None
+    # seconds until a setting within NEAR of the recommendation's rate was measured
+    time_to_answer_s: float | None
     workers: int
 
     @property
@@ -124,10 +124,7 @@ class SweepOutcome:
     @property
     def disagreement(self) -> float | None:
         """How far apart the recommended setting's measurements are: (max - min) / median."""
-        rates = sorted(r.samples_per_s for r in self.repeats if r.status is Status.ok)
-        if len(rates) < 2:
-            return None
-        return (rates[-1] - rates[0]) / rates[len(rates) // 2]
+        return disagreement(self.repeats)
 
 
 @dataclasses.dataclass
@@ -217,7 +214,7 @@ def sweep(
         results=results,
         largest_batches=dict(sweeper.largest_batches),
         elapsed_s=elapsed_s,
-        time_to_98_s=_time_to(0.98, sweeper.progress, rec.best),
+        time_to_answer_s=_time_to(1 - NEAR, sweeper.progress, rec.best),
         workers=len(slots),
     )
 
@@ -260,8 +257,7 @@ class _Answer:
                 results = [*results, *(r for r in known if r.id not in ids)]
                 continue
             capped = self.cap is None or any(r.spec.memory_cap_bytes == self.cap for r in known)
-            rates = [r.samples_per_s for r in known]
-            disagree = len(known) == 2 and (max(rates) - min(rates)) / min(rates) > DISAGREE
+            disagree = len(known) == 2 and (disagreement(known) or 0.0) > DISAGREE
             if (len(known) >= 2 and capped and not disagree) or made.get(setting.hash, 0) >= 2:
                 self.repeats = known
                 return rec, results
@@ -291,13 +287,15 @@ class _Answer:
 def _time_to(
     share: float, progress: search.SweepProgress, best: TrialResult | None
 ) -> float | None:
-    """Seconds from the search's start until a fitting setting measured at least `share` of
-    the best's rate."""
+    """Seconds from the search's start until the recommended setting, or a fitting one
+    measured at `share` of its rate or more, was first measured."""
     if best is None:
         return None
     for step in progress.steps:
         r = step.result
-        if step.feasible and r is not None and r.samples_per_s >= share * best.samples_per_s:
+        if not step.feasible or r is None:
+            continue
+        if r.spec.uncapped == best.spec.uncapped or r.samples_per_s >= share * best.samples_per_s:
             return step.at_s
     return None
 
@@ -309,15 +307,14 @@ def worker_slots(workers: str, device: Device) -> list[str | None]:
         raise ConfigError(f"workers must be auto or a whole number of at least 1, got {workers!r}")
     if device is Device.cpu:
         return [None] * (1 if workers == "auto" else int(workers))
-    visible: list[str | None] = list(gpus.visible_gpus()) or [None]
-    if workers == "auto":
-        return visible
-    if int(workers) > len(visible):
+    visible = gpus.visible_gpus()
+    if workers != "auto" and int(workers) > max(1, len(visible)):
         raise ConfigError(
             f"workers={workers} but {len(visible)} GPU(s) are visible: one trial runs on each "
             "GPU at a time; use workers=auto"
         )
-    return visible[: int(workers)]
+    slots: list[str | None] = list(visible) or [None]  # none visible: as torch sees them
+    return slots if workers == "auto" else slots[: int(workers)]
 
 
 def local_device(device: Device) -> tuple[str, str]:

@@ -1,18 +1,17 @@
 """Where a sweep's measurements come from: worker processes on the local devices, one trial at
-a time on each (or, in tests, a recorded table); and what a spec needs of the device without
-running it (the estimate)."""
+a time on each (or, in tests, a recorded table)."""
 
 from __future__ import annotations
 
-import dataclasses
+import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
 from advisor.config import MeasureConfig
-from advisor.memory_model import Target
 from advisor.result import TrialResult
-from advisor.runner import run_trial, stop_all
+from advisor.runner import run_trial
 from advisor.spec import TrialSpec
 from advisor.store.store import Store
 
@@ -30,21 +29,6 @@ class Backend(Protocol):
     def stop(self) -> None: ...  # interrupted: end what is being measured, store nothing
 
 
-class MemoryEstimate(Protocol):
-    """What a spec needs of the device without running it (advisor estimate), calibrated on what
-    has been measured."""
-
-    def device_peak(self, spec: TrialSpec, measured: Sequence[TrialResult]) -> int: ...
-
-    def largest_batch(
-        self, spec: TrialSpec, target: Target, measured: Sequence[TrialResult]
-    ) -> int | None: ...
-
-
-def _no_phase(slot: int, phase: str) -> None:
-    pass
-
-
 class WorkerBackend:
     """Each spec in a worker process of its own, on the slot's GPU; every result stored."""
 
@@ -57,11 +41,12 @@ class WorkerBackend:
         torch_version: str,
         gpus: Sequence[str | None] = (None,),  # CUDA_VISIBLE_DEVICES entry per slot
         compile_cache: Path | None = None,
-        on_phase: Callable[[int, str], None] = _no_phase,
+        on_phase: Callable[[int, str], None] | None = None,  # (slot, phase) as it changes
     ) -> None:
         self.store, self.settings, self.timeout_s = store, settings, timeout_s
         self.device_name, self.torch_version = device_name, torch_version
         self.gpus, self.compile_cache, self.on_phase = list(gpus), compile_cache, on_phase
+        self._cancel = threading.Event()
 
     def measure(
         self, spec: TrialSpec, slot: int = 0, beat_samples_per_s: float | None = None
@@ -71,9 +56,10 @@ class WorkerBackend:
             self.settings,
             self.timeout_s,
             beat_samples_per_s=beat_samples_per_s,
-            on_phase=lambda phase: self.on_phase(slot, phase),
+            on_phase=None if self.on_phase is None else partial(self.on_phase, slot),
             gpu=self.gpus[slot],
             compile_cache=self.compile_cache,
+            cancel=self._cancel,
         )
         return self.store.add(result)
 
@@ -81,10 +67,4 @@ class WorkerBackend:
         return self.store.measured_before(spec, self.device_name, self.torch_version)
 
     def stop(self) -> None:
-        stop_all()
-
-
-def confirm_under_cap(backend: Backend, result: TrialResult, cap: int) -> TrialResult:
-    """Run a setting measured without the cap (history) again under it: does it really fit the
-    smaller GPU?"""
-    return backend.measure(dataclasses.replace(result.spec, memory_cap_bytes=cap))
+        self._cancel.set()

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from advisor import app as app_layer
-from advisor import report
+from advisor import plots, report
 from advisor.config import trial_spec
 from advisor.errors import AdvisorError, StoreError
 from advisor.progress import SweepDisplay
@@ -75,7 +75,7 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     else:
         out.print(report.trial_report(result, device_memory))
     if cfg.plot and result.memory is not None:
-        report.save_memory_png(result, device_memory, Path(cfg.plot))
+        plots.save_memory_png(result, device_memory, Path(cfg.plot))
         err.print(f"memory breakdown drawn in {cfg.plot}", highlight=False)
     if result.status in (Status.crashed, Status.timeout):
         raise typer.Exit(1)
@@ -116,7 +116,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     rec = outcome.recommendation
     plot = Path(cfg.plot or f"advisor-sweep-{outcome.sweep_id}.png")
     if rec.considered:
-        report.save_sweep_png(outcome.results, rec, plot)
+        plots.save_sweep_png(outcome.results, rec, plot)
     largest = report.largest_batches(outcome.largest_batches)
     if as_json:
         payload = {
@@ -125,7 +125,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
                 "stop_reason": outcome.stop_reason,
                 "plot": str(plot),
                 "elapsed_s": outcome.elapsed_s,
-                "time_to_98_s": outcome.time_to_98_s,
+                "time_to_98_s": outcome.time_to_answer_s,
                 "workers": outcome.workers,
             },
             "baseline": outcome.baseline.to_dict() if outcome.baseline else None,
@@ -141,7 +141,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         out.print(report.recommendation_report(rec, outcome.confirmation))
         out.print(report.repeats_line(outcome.repeats, outcome.disagreement))
         out.print(report.baseline_line(outcome.baseline, outcome.against_baseline, rec))
-        out.print(report.timing_line(outcome.elapsed_s, outcome.time_to_98_s))
+        out.print(report.timing_line(outcome.elapsed_s, outcome.time_to_answer_s, app_layer.NEAR))
         if largest:
             out.print(report.largest_batches_table(largest, outcome.target))
     if rec.considered:

@@ -34,7 +34,7 @@ OPTIMIZER_META_KEYS = ("name", "algorithm")
 class MeasureConfig:
     warmup_steps: int = 3  # untimed steps first (cuDNN autotuning, compilation); at least 3
     min_timed_steps: int = 10  # timed steps before the spread is looked at
-    max_timed_steps: int = 200  # stop timing here even if the spread is still wide
+    max_timed_steps: int = 100  # stop timing here even if the rate is not yet that precise
     max_timed_s: float = 30.0  # ... or after this many seconds of timed steps
     target_precision: float = 0.01  # stop once the median step's 95% interval is within this
 

@@ -33,8 +33,9 @@ class Design:
     def next_points(
         self, best: TrialResult | None, tried: set[str], results: Iterable[TrialResult]
     ) -> list[dict[str, Choice]]:
-        """The points to queue once nothing is being measured and nothing is queued (none:
-        nothing designed is left). `tried`: hashes of the specs settled. The start comes first,
+        """The points to queue once nothing is being measured and nothing is queued (the
+        stage moves on at each call; once it is done, none). `tried`: hashes of the specs
+        settled. The start comes first,
         whatever the baseline measured: the baseline is the user's, often at a batch where the
         preferred values are slow (resnet50 b32 on the H200: bf16 1,360/s, torch's default
         1,728/s; at b2048 bf16 with channels_last is the faster by far). Its climb is queued as

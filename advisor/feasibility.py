@@ -6,8 +6,9 @@ family is predicted to fit, which the sweep climbs to."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import Protocol
 
-from advisor.backend import MemoryEstimate
 from advisor.memory_model import AffineFit, Target, family_key, fit
 from advisor.result import Status, TrialResult
 from advisor.spec import TrialSpec
@@ -16,6 +17,17 @@ CLEARLY_OVER = 0.03  # skip a spec when the memory line puts it this far over, b
 CLEARLY_OVER_ESTIMATE = 0.15  # ... or this far by the fake-tensor estimate, when no line exists
 # yet (on the H200 it over-states the steady device peak by 10.1% at worst uncalibrated, 14.6%
 # calibrated: experiments/2026-11-30-estimate)
+
+
+class MemoryEstimate(Protocol):
+    """What a spec needs of the device without running it (advisor estimate), calibrated on what
+    has been measured."""
+
+    def device_peak(self, spec: TrialSpec, measured: Sequence[TrialResult]) -> int: ...
+
+    def largest_batch(
+        self, spec: TrialSpec, target: Target, measured: Sequence[TrialResult]
+    ) -> int | None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +134,41 @@ class Feasibility:
         self.largest_batches[family] = (spec, line.largest_batch(self.target.allowed_bytes), "line")
         return self.largest_batches[family][1]
 
+    def next_batch(
+        self, spec: TrialSpec, tried: Sequence[tuple[int, bool]], batch_sizes: Sequence[int]
+    ) -> int | None:
+        """The climb: the next batch of the spec's setting worth measuring, given the batches
+        of it tried (batch, whether it fit). Up from the largest that fit, to the largest
+        predicted to fit (the estimate calibrated on what was measured, else the line; with
+        neither, the next up); or, below a batch that did not fit, as far down as predicted.
+        None once the two bounds meet."""
+        low = max((b for b, fit in tried if fit), default=0)
+        high = min((b for b, fit in tried if not fit and b > low), default=None)
+        between = [b for b in batch_sizes if b > low and (high is None or b < high)]
+        if not between:
+            return None
+        largest = self.largest_batch(spec)
+        if largest is None:  # nothing predicts: one step up from what fit, or down from what failed
+            return min(between) if low or high is None else max(between)
+        below = [b for b in between if b <= largest]
+        return max(below) if below else None
+
+    def climb_ended(
+        self, spec: TrialSpec, tried: Sequence[tuple[int, bool]], batch_sizes: Sequence[int]
+    ) -> bool:
+        """Whether the spec's batch is where its setting's climb ended: the largest that fit,
+        with no batch above it left that is predicted to fit and not known to fail."""
+        if any(fit and b > spec.batch_size for b, fit in tried):
+            return False
+        ceiling = min((b for b, fit in tried if not fit and b > spec.batch_size), default=None)
+        above = [
+            b for b in batch_sizes if b > spec.batch_size and (ceiling is None or b < ceiling)
+        ]  # fmt: skip
+        if not above:
+            return True
+        predicted = self.largest_batches.get(family_key(spec))
+        return predicted is not None and predicted[1] < min(above)
+
     def line(self, family: str) -> AffineFit | None:
         measured = [
             r
@@ -136,12 +183,6 @@ class Feasibility:
             fixed = m.context_bytes + m.params_bytes + m.buffers_bytes + m.grads_bytes
             fixed += m.optimizer_state_bytes
         return fit(points, fixed)
-
-    def lines(self) -> dict[str, AffineFit]:
-        """The memory line of every family with two measured batches."""
-        families = {family_key(r.spec) for r in self.results.values()}
-        lines = {f: self.line(f) for f in families}
-        return {f: line for f, line in lines.items() if line is not None}
 
     def _over(self, result: TrialResult) -> bool:
         return result.status is Status.oom or (

@@ -195,15 +195,11 @@ def optimizer_state_bytes(optimizer: torch.optim.Optimizer, device: torch.device
     return tensor_bytes(values, device)
 
 
-def _no_phase(phase: str) -> None:
-    pass
-
-
 def measure(
     spec: TrialSpec,
     settings: MeasureConfig,
     beat_samples_per_s: float | None = None,
-    on_phase: Callable[[str], None] = _no_phase,
+    on_phase: Callable[[str], None] = lambda phase: None,
 ) -> tuple[Memory, Throughput]:
     """Build the trial's workload, warm it up and time it. Raises OutOfMemory as the step does.
     With beat_samples_per_s, timing stops as soon as this spec clearly cannot reach that rate.

@@ -10,7 +10,7 @@ import threading
 import time
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from advisor import report
 from advisor.search import Step, SweepProgress
@@ -30,13 +30,13 @@ class SweepDisplay:
         self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(bar_width=24),
-            MofNCompleteColumn(),
+            TextColumn("{task.fields[count]}"),
             TextColumn("{task.fields[times]}"),
             console=console,
             transient=True,
             disable=not console.is_terminal,  # a log gets the step lines alone
         )
-        self.total = self.bar.add_task("sweep", total=trials, times="")
+        self.total = self.bar.add_task("sweep", total=trials, times="", count=f"0/{trials}")
         self.slots: dict[int, tuple[TaskID, str, float]] = {}  # slot: task, spec, since
         self.started_at = time.perf_counter()
         self.measured = 0
@@ -63,7 +63,7 @@ class SweepDisplay:
     def measuring(self, slot: int, spec: TrialSpec) -> None:
         with self._lock:
             if slot not in self.slots:
-                task = self.bar.add_task("", total=None, times="")
+                task = self.bar.add_task("", total=None, times="", count="")
             else:
                 task = self.slots[slot][0]
             self.slots[slot] = (task, report.describe_spec(spec), time.perf_counter())
@@ -82,7 +82,9 @@ class SweepDisplay:
             self.measured = progress.measured
             best = progress.best
             self.best = f"best {best.samples_per_s:,.1f}/s" if best is not None else ""
-            self.bar.update(self.total, completed=self.measured)
+            self.bar.update(
+                self.total, completed=self.measured, count=f"{self.measured}/{self.trials}"
+            )
 
     def _tick(self) -> None:
         """Once a second: the elapsed time and what the budget leaves."""

@@ -10,6 +10,7 @@ from advisor.memory_model import Target
 from advisor.result import Status, TrialResult
 
 MIN_TRIALS = 3  # fewer measured settings than this is too thin to recommend from
+DISAGREE = 0.05  # measurements of one setting further apart than this disagree
 RUNNERS_UP = 4
 
 
@@ -66,6 +67,15 @@ def recommend(
         measured_on=sorted({r.environment.device_name for r in ok if r.environment}),
         thin=thin,
     )
+
+
+def disagreement(measurements: Sequence[TrialResult]) -> float | None:
+    """How far apart one setting's measured rates are: (max - min) / median; None for fewer
+    than two."""
+    rates = sorted(r.samples_per_s for r in measurements if r.status is Status.ok)
+    if len(rates) < 2:
+        return None
+    return (rates[-1] - rates[0]) / rates[(len(rates) - 1) // 2]
 
 
 def pareto_front(results: Sequence[TrialResult]) -> list[TrialResult]:

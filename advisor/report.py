@@ -1,10 +1,9 @@
-"""What a user sees: tables and pictures of results (rich in the terminal, matplotlib for PNG).
-Units appear here only; everything upstream is bytes and seconds."""
+"""What a user sees in the terminal: tables and lines of results (rich); plots.py draws the
+PNGs. Units appear here only; everything upstream is bytes and seconds."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from rich.console import Group
 from rich.table import Table
@@ -12,7 +11,7 @@ from rich.text import Text
 
 from advisor.estimator import Calibration, Estimate
 from advisor.memory_model import Target
-from advisor.recommendation import Against, Recommendation
+from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.result import Category, Memory, Status, Throughput, TimingStop, TrialResult
 from advisor.search import Step, SweepProgress
 from advisor.spec import TrialSpec
@@ -31,7 +30,6 @@ CATEGORIES = [(c.field, c.label, COLOURS[c]) for c in Category]
 OVERHEAD = ("allocator_overhead_bytes", "allocator overhead", "red")
 BAR_WIDTH = 60
 NOISY = 0.02  # a rate known no better than this (its 95% interval; or the IQR) is flagged
-REPEAT_TOLERANCE = 0.05  # measurements of one setting further apart than this disagree
 
 
 def gib(n: float | None) -> str:
@@ -204,42 +202,6 @@ def history_table(results: Sequence[TrialResult]) -> Table:
     return table
 
 
-def save_memory_png(result: TrialResult, device_memory: int | None, path: Path) -> None:
-    """The stacked bar as a PNG: categories against the GPU's memory, the device peak marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    memory = result.memory
-    assert memory is not None
-    colours = {
-        "grey50": "#7f7f7f",
-        "blue": "#1f77b4",
-        "bright_blue": "#6baed6",
-        "magenta": "#c13dbf",
-        "yellow": "#e5c100",
-        "green": "#2ca02c",
-        "cyan": "#17becf",
-        "red": "#d62728",
-    }
-    fig, ax = plt.subplots(figsize=(9, 2.4))
-    left = 0.0
-    for key, label, colour in [*CATEGORIES, OVERHEAD]:
-        value = getattr(memory, key) / 2**30
-        ax.barh(0, value, left=left, color=colours[colour], label=f"{label} {gib(value * 2**30)}")
-        left += value
-    ax.axvline(memory.device_peak_bytes / 2**30, color="black", linestyle="--", label="device peak")
-    if device_memory:
-        ax.axvline(device_memory / 2**30, color="black", linewidth=2, label="GPU memory")
-    ax.set_yticks([])
-    ax.set_xlabel("GiB")
-    ax.set_title(describe(result), fontsize=9)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=4)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-
-
 def _share(value: int | None, total: int | None) -> str:
     return f"{value / total:.1%}" if value is not None and total else "-"
 
@@ -331,16 +293,16 @@ def repeats_line(repeats: Sequence[TrialResult], disagreement: float | None) -> 
         return Text("")
     rates = ", ".join(f"{r.samples_per_s:,.1f}" for r in repeats)
     line = f"measured {len(repeats)} times: {rates} samples/s, {disagreement:.1%} apart"
-    if disagreement > REPEAT_TOLERANCE:
+    if disagreement > DISAGREE:
         return Text(f"{line}: these measurements disagree; do not take one as fact", "yellow")
     return Text(line)
 
 
-def timing_line(elapsed_s: float, time_to_98_s: float | None) -> Text:
-    """How long the search took, and when it was within 2% of its answer."""
+def timing_line(elapsed_s: float, time_to_answer_s: float | None, within: float) -> Text:
+    """How long the search took, and when it was within `within` of its answer's rate."""
     line = f"searched for {elapsed_s:.0f} s"
-    if time_to_98_s is not None:
-        line += f"; within 2% of the answer after {time_to_98_s:.0f} s"
+    if time_to_answer_s is not None:
+        line += f"; within {within:.0%} of the answer after {time_to_answer_s:.0f} s"
     return Text(line, "grey50")
 
 
@@ -407,59 +369,6 @@ def largest_batches_table(rows: list[dict], target: Target) -> Table:
     for row in rows:
         table.add_row(row["setting"], str(row["largest_batch"]), row["by"])
     return table
-
-
-def save_sweep_png(results: Sequence[TrialResult], rec: Recommendation, path: Path) -> None:
-    """Throughput against device peak for every measured setting, the budget line, and the
-    recommendation marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    target = rec.target
-    ok = [r for r in results if r.status is Status.ok and r.memory and r.throughput]
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for fits, colour, label in ((True, "#2ca02c", "fits"), (False, "#d62728", "too big")):
-        chosen = [r for r in ok if target.fits(r) is fits]
-        ax.scatter(
-            [r.memory.device_peak_bytes / 2**30 for r in chosen],  # type: ignore[union-attr]
-            [r.throughput.samples_per_s for r in chosen],  # type: ignore[union-attr]
-            color=colour,
-            label=label,
-            alpha=0.7,
-        )
-    front = rec.front
-    ax.plot(
-        [r.memory.device_peak_bytes / 2**30 for r in front],  # type: ignore[union-attr]
-        [r.throughput.samples_per_s for r in front],  # type: ignore[union-attr]
-        color="grey",
-        linestyle=":",
-        label="Pareto front",
-    )
-    ax.axvline(
-        target.allowed_bytes / 2**30,
-        color="black",
-        linestyle="--",
-        label=f"budget {gib(target.allowed_bytes)}",
-    )
-    if rec.best is not None and rec.best.memory and rec.best.throughput:
-        ax.scatter(
-            [rec.best.memory.device_peak_bytes / 2**30],
-            [rec.best.throughput.samples_per_s],
-            marker="*",
-            s=300,
-            color="gold",
-            edgecolor="black",
-            label="recommended",
-            zorder=5,
-        )
-    ax.set_xlabel("device peak (reserved + context), GiB")
-    ax.set_ylabel("samples/s")
-    ax.set_title(f"{rec.best.spec.model.name if rec.best else ''} sweep for {target.name}")
-    ax.legend(fontsize=8, loc="lower right")
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
 
 
 def estimate_report(e: Estimate) -> Group:

@@ -36,22 +36,7 @@ from advisor.spec import Precision, TrialSpec
 STDERR_TAIL_CHARS = 3000  # how much of a crashed worker's output a result keeps
 
 
-POLL_S = 0.25  # how often the runner looks at the worker's phase
-_live: set[int] = set()  # the process groups of the workers running now
-_stopping = threading.Event()
-
-
-def stop_all() -> None:
-    """Kill every worker running now (the sweep was interrupted): their run_trial calls raise
-    KeyboardInterrupt and store nothing."""
-    _stopping.set()
-    for group in list(_live):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(group, signal.SIGKILL)
-
-
-def _no_phase(phase: str) -> None:
-    pass
+POLL_S = 0.25  # how often the runner looks at the worker's phase and for a cancel
 
 
 def run_trial(
@@ -60,9 +45,10 @@ def run_trial(
     timeout_s: float,
     *,
     beat_samples_per_s: float | None = None,
-    on_phase: Callable[[str], None] = _no_phase,
+    on_phase: Callable[[str], None] | None = None,
     gpu: str | None = None,
     compile_cache: Path | None = None,
+    cancel: threading.Event | None = None,
 ) -> TrialResult:
     """Measure one spec in a fresh worker process; never raises for what the trial did, only
     WorkloadError for a workload that breaks its contract (nothing to store).
@@ -70,7 +56,8 @@ def run_trial(
     beat_samples_per_s: timing stops once the spec clearly cannot reach this rate (a sweep's
     best). on_phase: told the worker's phase as it changes. gpu: the CUDA_VISIBLE_DEVICES entry
     the worker runs on (None: as this process sees them). compile_cache: torch.compile's
-    cache, shared by the trials (a warm cache compiles in a fraction of the time)."""
+    cache, shared by the trials (a warm cache compiles in a fraction of the time). cancel:
+    once set, the worker is killed and KeyboardInterrupt raised (nothing to store)."""
     request = {
         "spec": spec.to_dict(),
         "measure": dataclasses.asdict(settings),
@@ -89,18 +76,13 @@ def run_trial(
                 env=worker_environment(spec, gpu, compile_cache),
                 start_new_session=True,  # so a timeout kills the worker's children too
             )
-            _live.add(worker.pid)
             try:
-                timed_out = _wait(worker, timeout_s, phase_path, on_phase)
-                if _stopping.is_set():
-                    raise KeyboardInterrupt
-            except BaseException:  # Ctrl-C or a kill of ours: leave no worker holding the GPU
+                timed_out = _wait(worker, timeout_s, phase_path, on_phase, cancel)
+            except BaseException:  # Ctrl-C, a cancel: leave no worker holding the GPU
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(worker.pid, signal.SIGKILL)
                 worker.wait()
                 raise
-            finally:
-                _live.discard(worker.pid)
             out.seek(0)
             output = out.read()
         wall_s = time.perf_counter() - started
@@ -131,9 +113,11 @@ def _wait(
     worker: subprocess.Popen[bytes],
     timeout_s: float,
     phase_path: Path,
-    on_phase: Callable[[str], None],
+    on_phase: Callable[[str], None] | None,
+    cancel: threading.Event | None,
 ) -> bool:
-    """Wait for the worker, telling its phase as it changes; True if it was killed for time."""
+    """Wait for the worker, telling its phase as it changes; True if it was killed for time.
+    KeyboardInterrupt once `cancel` is set."""
     deadline = time.perf_counter() + timeout_s
     phase = ""
     while True:
@@ -142,9 +126,11 @@ def _wait(
             return False
         except subprocess.TimeoutExpired:
             pass
+        if cancel is not None and cancel.is_set():
+            raise KeyboardInterrupt
         with contextlib.suppress(OSError):
             now = phase_path.read_text()
-            if now and now != phase:
+            if now and now != phase and on_phase is not None:
                 phase = now
                 on_phase(phase)
         if time.perf_counter() >= deadline:

@@ -12,13 +12,14 @@ infeasible trial, so the sampler learns where the wall is. Before any GPU time i
 Before the sampler's own trials come designed ones (design.py), and after a spec fits, the same
 family at the largest batch predicted to fit (by the estimate calibrated on what was measured,
 else the line; with neither, the next batch up) is queued next: throughput usually grows with
-batch (and when the climb overshoots, the largest batch below predicted to fit). Nuisance axes
-(expandable segments, checkpointing; accumulation without a fixed effective batch) change what
-fits, not what is fastest: they keep the base's value and enter only where memory binds, on a
-spec that did not fit (see Sweeper._rescue). After the designed trials, a
-main-effects model of the throughput measured (throughput_model) names the point left it
-predicts fastest, which is measured next; the sweep stops when none is predicted 2% faster than
-the best, or after `patience` measured specs without a faster one.
+batch (and when the climb overshoots, the largest batch below predicted to fit). The nuisance
+axes, expandable segments and checkpointing, change what fits, not what is fastest: they keep
+the base's value and enter only where memory binds, on a spec that did not fit (see
+Sweeper._rescue); accumulation is an axis only with a fixed effective batch (space.py). After
+the designed trials, a main-effects model of the throughput of the settings measured
+(throughput_model) names the setting left it predicts fastest, which is measured next at the
+largest batch predicted to fit; the sweep stops when none is predicted 2% faster than the best,
+or after `patience` measured specs without a faster one.
 
 Several workers (one per GPU) take specs from the one study, one at a time each; every decision
 is made under one lock, and a spec being measured is reserved, so none is measured twice.
@@ -35,9 +36,9 @@ import optuna
 from optuna.trial import TrialState
 
 from advisor import throughput_model
-from advisor.backend import Backend, MemoryEstimate
+from advisor.backend import Backend
 from advisor.design import Design
-from advisor.feasibility import Feasibility
+from advisor.feasibility import Feasibility, MemoryEstimate
 from advisor.memory_model import Target, family_key
 from advisor.result import Status, TrialResult
 from advisor.space import Choice, Space, as_int
@@ -111,6 +112,7 @@ class Sweeper:
         self._lock = threading.Condition()
         self._idle = 0  # asks in a row that measured nothing
         self._failure: BaseException | None = None  # what stopped a worker thread
+        self._budget: tuple[int, float | None, int] = (0, None, 0)  # trials, minutes, patience
 
     @property
     def largest_batches(self) -> dict[str, tuple[TrialSpec, int, str]]:
@@ -150,7 +152,7 @@ class Sweeper:
         """Settle this spec before any other: the user's own settings, which the recommendation
         is held against. Measured now, or taken from what this sweep or history already has;
         inside the space, Optuna is told of it as a trial, unless the study has one there."""
-        step = self._judged(spec)
+        step = self._settle_cheaply(spec)
         if step is None:
             self._reserve(spec)
             self.on_measuring(0, spec)
@@ -181,6 +183,8 @@ class Sweeper:
         reasons: list[str] = []
         if workers == 1:
             self._work(0, reasons)
+            if self._failure is not None:
+                raise self._failure
             return reasons[-1]
         threads = [
             threading.Thread(target=self._work, args=(slot, reasons), daemon=True)
@@ -195,6 +199,7 @@ class Sweeper:
         except KeyboardInterrupt:  # Ctrl-C reaches this thread only: stop the others' trials
             with self._lock:
                 self._failure = self._failure or KeyboardInterrupt()
+                self._lock.notify_all()
             self.backend.stop()
             for thread in threads:
                 thread.join()
@@ -204,7 +209,8 @@ class Sweeper:
         return reasons[-1]
 
     def _work(self, slot: int, reasons: list[str]) -> None:
-        """One worker: take the next spec to measure, measure it, tell; until told to stop."""
+        """One worker: take the next spec to measure, measure it, tell; until told to stop.
+        What goes wrong in a measurement (Ctrl-C too) is kept for run() to raise."""
         while True:
             with self._lock:
                 job = self._next_job()
@@ -225,9 +231,9 @@ class Sweeper:
                 with self._lock:
                     self._failure = self._failure or error
                     self._in_flight.pop(job.spec.hash, None)
+                    if job.trial is not None:
+                        self.study.tell(job.trial, state=TrialState.FAIL)
                     self._lock.notify_all()
-                if threading.current_thread() is threading.main_thread():
-                    raise
                 return
             with self._lock:
                 self._tell(job, self._measured(job.spec, result))
@@ -246,7 +252,7 @@ class Sweeper:
                 return f"ran {minutes:g} minutes (minutes={minutes:g})"
             while self._rescues:
                 spec = self._rescues.pop(0)
-                step = self._judged(spec)
+                step = self._settle_cheaply(spec)
                 if step is None:
                     self._reserve(spec)
                     return _Job(spec, None)
@@ -270,8 +276,7 @@ class Sweeper:
                     return None if self._in_flight else reason
                 if isinstance(promising, dict):  # measure it next
                     self.study.enqueue_trial(promising, skip_if_exists=True)
-            settled = len(self._told) + len(self._in_flight)
-            if self._idle >= MAX_IDLE_ASKS or settled >= self.space.size():
+            if self._idle >= MAX_IDLE_ASKS or self._points_settled() >= self.space.size():
                 return (
                     None if self._in_flight else "every spec of the space was measured or ruled out"
                 )
@@ -281,11 +286,22 @@ class Sweeper:
                 self.study.tell(trial, state=TrialState.FAIL)
                 self._idle += 1
                 continue
-            step = self._judged(spec)
+            step = self._settle_cheaply(spec)
             if step is None:
                 self._reserve(spec)
                 return _Job(spec, trial)
             self._tell(_Job(spec, trial), step)
+
+    def _points_settled(self) -> int:
+        """Points of the space settled or being measured (retries and a baseline outside the
+        space are no points of their own)."""
+        specs = [step.spec for step in self._told.values()] + list(self._in_flight.values())
+        points = {
+            tuple(sorted(params.items(), key=lambda item: item[0]))
+            for spec in specs
+            if (params := self.space.params(spec)) is not None
+        }
+        return len(points)
 
     def _queue_designed(self) -> None:
         tried = {step.spec.hash for step in self._told.values()}
@@ -353,25 +369,22 @@ class Sweeper:
         if blocks and not fits and not smaller:
             self._rescues.append(dataclasses.replace(spec, checkpointing=Checkpointing.blocks))
 
-    def _judged(self, spec: TrialSpec) -> Step | None:
-        """Settle a spec without running it, if that can be done; None: it must be measured."""
+    def _settle_cheaply(self, spec: TrialSpec) -> Step | None:
+        """Settle a spec without running it, where that can be done: told before (a repeat),
+        measured before (this sweep or history), or judged not to fit or not to run. None: it
+        must be measured."""
         if spec.hash in self._told:
             return dataclasses.replace(self._told[spec.hash], how="repeat")
-        step = self._judge(spec)
-        if step is not None:
-            self._told[spec.hash] = step
-        return step
-
-    def _judge(self, spec: TrialSpec) -> Step | None:
-        """Settle a spec without running it, if that can be done; None: it must be measured."""
         known = self.results.get(spec.hash) or self.backend.measured_before(spec)
         if known is not None:
             self._know(known)
-            return Step(spec, "history", known, self.target.fits(known), "measured before")
-        verdict = self.feasibility.verdict(spec)
-        if verdict is not None:
-            return Step(spec, verdict.how, None, False, verdict.reason)
-        return None
+            step = Step(spec, "history", known, self.target.fits(known), "measured before")
+        elif (verdict := self.feasibility.verdict(spec)) is not None:
+            step = Step(spec, verdict.how, None, False, verdict.reason)
+        else:
+            return None
+        self._told[spec.hash] = step
+        return step
 
     def _most_promising(self) -> dict[str, Choice] | bool:
         """The setting not yet tried that the main-effects model predicts fastest, if that is
@@ -422,24 +435,20 @@ class Sweeper:
         return rates
 
     def _climbed(self, spec: TrialSpec) -> bool:
-        """Whether this spec's batch is where its setting's climb ended: the largest that fit,
-        with no batch above left that is predicted to fit and not known to fail."""
+        """Whether this spec's batch is where its setting's climb ended."""
         family = family_key(spec)
         if any(family_key(s) == family for s in self._in_flight.values()):
             return False
-        same = [step for step in self._told.values() if family_key(step.spec) == family]
-        if any(step.feasible and step.spec.batch_size > spec.batch_size for step in same):
-            return False
-        failing = [s.spec.batch_size for s in same if not s.feasible]
-        ceiling = min((b for b in failing if b > spec.batch_size), default=None)
-        above = [
-            b for b in self.space.batch_sizes
-            if b > spec.batch_size and (ceiling is None or b < ceiling)
-        ]  # fmt: skip
-        if not above:
-            return True
-        predicted = self.feasibility.largest_batches.get(family)
-        return predicted is not None and predicted[1] < min(above)
+        return self.feasibility.climb_ended(spec, self._tried(spec), self.space.batch_sizes)
+
+    def _tried(self, spec: TrialSpec) -> list[tuple[int, bool]]:
+        """The batches of the spec's setting settled so far, and whether each fit."""
+        family = family_key(spec)
+        return [
+            (step.spec.batch_size, step.feasible)
+            for step in self._told.values()
+            if family_key(step.spec) == family
+        ]
 
     def _batch_for(self, point: dict[str, Choice]) -> int:
         """The largest batch of the space predicted to fit for the point's setting."""
@@ -450,32 +459,11 @@ class Sweeper:
         return max(fitting) if fitting else min(self.space.batch_sizes)
 
     def _climb(self, spec: TrialSpec) -> bool:
-        """After a step of a setting, the next batch of it worth measuring: up from the largest
-        batch that fit, to the largest predicted to fit (the estimate calibrated on what was
-        measured, else the line; with neither, the next up); or, when the step did not fit,
-        down from it, as far as predicted. Nothing once the two bounds meet. True if it queued
-        a smaller batch than the spec's."""
-        if not self.space.batch_sizes:
-            return False  # a fixed effective batch: the accumulation sets the micro batch
-        family = family_key(spec)
-        fitting: list[int] = []
-        failing: list[int] = []
-        for step in self._told.values():
-            if family_key(step.spec) == family:
-                (fitting if step.feasible else failing).append(step.spec.batch_size)
-        low = max(fitting, default=0)
-        high = min((b for b in failing if b > low), default=None)
-        between = [b for b in self.space.batch_sizes if b > low and (high is None or b < high)]
-        if not between:
+        """After a step of a setting, queue the next batch of it worth measuring (see
+        Feasibility.next_batch); True if that is smaller than the spec's."""
+        pick = self.feasibility.next_batch(spec, self._tried(spec), self.space.batch_sizes)
+        if pick is None:
             return False
-        largest = self.feasibility.largest_batch(spec)
-        if largest is None:  # nothing predicts: one step up from what fit, or down from what failed
-            pick = min(between) if low or high is None else max(between)
-        else:
-            below = [b for b in between if b <= largest]
-            if not below:
-                return False
-            pick = max(below)
         candidate = dataclasses.replace(spec, batch_size=pick)
         params = self.space.params(candidate)
         if params is None or candidate.hash in self._told or candidate.hash in self._in_flight:

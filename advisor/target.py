@@ -36,7 +36,7 @@ def trial_cap(target: Target, local_memory_bytes: int | None) -> int | None:
     """The cap every trial runs under when the target GPU is smaller than the local one: what
     the target allows less a CUDA context (the cap covers only the allocator). Near the cap the
     allocator gives its cache back and retries, as it would on the target's full memory, so a
-    trial that runs under the cap fits the target; the recommended one needs no second run."""
+    trial that runs under the cap fits the target."""
     if local_memory_bytes is None or target.memory_bytes >= local_memory_bytes:
         return None
     return target.allowed_bytes - DEFAULT_CONTEXT_BYTES

@@ -160,7 +160,7 @@ def test_the_median_interval_uses_order_statistics():
     from advisor.measure import median_ci95
 
     assert median_ci95([1.0]) == 0.0
-    # n = 10: ranks 1 and 8 (0-based) bound the median: (9 - 2) / 2
+    # n = 10: ranks 1 and 8 (0-based) bound the median: (8 - 1) / 2
     assert median_ci95([float(i) for i in range(10)]) == 3.5
     assert median_ci95([5.0, 1.0, 3.0, 2.0, 4.0]) == 2.0  # n = 5: the whole range
 
@@ -179,3 +179,20 @@ def test_a_trial_says_where_its_time_went_and_its_phases():
     order = ["building", "first step", "warm-up", "timing"]
     assert phases and phases[-1] == "timing"  # timing lasts 1.5 s: the runner saw it
     assert [order.index(p) for p in phases] == sorted(order.index(p) for p in phases)
+
+
+def test_trials_share_the_compile_cache_beside_the_results(tmp_path, monkeypatch):
+    from advisor.runner import worker_environment
+    from advisor.store.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    assert store.compile_cache() == tmp_path / "compile-cache"
+    spec = spec_of("model=tiny_mlp")
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    env = worker_environment(spec, "1", store.compile_cache())
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "compile-cache")
+    assert env["CUDA_VISIBLE_DEVICES"] == "1"  # the worker's own GPU
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/elsewhere")  # the user's own choice wins
+    assert worker_environment(spec, None, store.compile_cache())["TORCHINDUCTOR_CACHE_DIR"] == (
+        "/elsewhere"
+    )

@@ -160,10 +160,11 @@ def test_resume_after_an_interruption_loses_nothing_and_repeats_nothing(db_url, 
     second = FakeBackend(store)
     resumed, _ = make_sweeper(store, second, study_url)
     running = resumed.study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
-    assert len(running) == 1  # the trial the interruption cut short
+    assert running == []  # Ctrl-C: the trial it cut short was told failed
+    resumed.study.ask()  # as a kill -9 leaves one: running, told nothing
     resumed.resume(earlier)
-    resumed.run(trials=12, minutes=None, patience=100)
     assert resumed.study.get_trials(states=(optuna.trial.TrialState.RUNNING,)) == []
+    resumed.run(trials=12, minutes=None, patience=100)
     hashes = [s.hash for s in first.calls + second.calls]
     assert len(hashes) == len(set(hashes))  # nothing measured twice
     assert len(first.calls) + len(second.calls) == 12  # the budget spans both runs
@@ -403,7 +404,8 @@ def test_the_baseline_line_says_slower_when_the_answer_is_slower():
 
 
 class SlowBackend(FakeBackend):
-    """The fake table, each measurement taking a moment, counting how many run at once."""
+    """The fake table, each measurement taking half a second, counting how many run at once
+    (one worker's half second is ample for the other to take a spec of its own)."""
 
     def __init__(self, store):
         super().__init__(store)
@@ -420,7 +422,7 @@ class SlowBackend(FakeBackend):
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
             self.slots.add(slot)
-        time.sleep(0.05)
+        time.sleep(0.5)
         with self.lock:
             self.running -= 1
             return super().measure(spec)
@@ -430,11 +432,11 @@ def test_two_workers_share_one_study_and_measure_nothing_twice(db_url, study_url
     store = Store(db_url)
     backend = SlowBackend(store)
     sweeper, target = make_sweeper(store, backend, study_url, "space.optimizers=[adamw]")
-    reason = sweeper.run(trials=12, minutes=None, patience=8, workers=2)
+    sweeper.run(trials=12, minutes=None, patience=8, workers=2)
     hashes = [s.hash for s in backend.calls]
     assert len(hashes) == len(set(hashes))  # nothing measured twice
-    assert backend.most_at_once == 2 and backend.slots == {0, 1}  # both workers measured
-    assert len(hashes) <= 12 and reason
+    assert backend.slots == {0, 1} and backend.most_at_once == 2  # both, at once
+    assert len(hashes) <= 12
     alone, _ = make_sweeper(Store(db_url + "-alone"), FakeBackend(Store(db_url + "-alone")),
                             study_url + "-alone", "space.optimizers=[adamw]")  # fmt: skip
     alone.run(trials=12, minutes=None, patience=8)
@@ -484,3 +486,21 @@ def test_checkpointing_enters_only_where_no_batch_of_a_setting_fits(db_url, stud
     assert plain and not any(peak(s) <= target.allowed_bytes for s in plain)
     assert checkpointed and peak(checkpointed[0]) <= target.allowed_bytes
     assert min(s.batch_size for s in plain) == 16  # only once no smaller batch was left
+
+
+def test_a_failure_in_one_worker_stops_the_sweep_and_is_raised(db_url, study_url):
+    from advisor.errors import WorkloadError
+
+    class Breaking(SlowBackend):
+        def measure(self, spec, slot=0, beat_samples_per_s=None):
+            if len(self.calls) >= 3:
+                raise WorkloadError("the workload broke its contract")
+            return super().measure(spec, slot)
+
+    store = Store(db_url)
+    backend = Breaking(store)
+    sweeper, _ = make_sweeper(store, backend, study_url, "space.optimizers=[adamw]")
+    with pytest.raises(WorkloadError, match="broke its contract"):
+        sweeper.run(trials=12, minutes=None, patience=8, workers=2)
+    assert sweeper.study.get_trials(states=(optuna.trial.TrialState.RUNNING,)) == []
+    assert len(backend.calls) <= 4  # the other worker took nothing new once one failed

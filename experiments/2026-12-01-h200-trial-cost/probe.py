@@ -74,19 +74,28 @@ def one(name: str) -> dict:
     timed_sorted = sorted(timed)
     med = timed_sorted[len(timed) // 2]
     return {
-        "case": name, **case, "batch": b,
-        "init_s": t_init - t0, "build_s": t_build - t_init,
-        "first_step_s": times[0], "steps_2_4_s": times[1:],
-        "timed_median_s": med, "timed_min_s": timed_sorted[0], "timed_max_s": timed_sorted[-1],
-        "samples_per_s": b / med, "timed": timed,
-        "peak_reserved": torch.cuda.max_memory_reserved(), "total_s": time.perf_counter() - t0,
+        "case": name,
+        **case,
+        "batch": b,
+        "init_s": t_init - t0,
+        "build_s": t_build - t_init,
+        "first_step_s": times[0],
+        "steps_2_4_s": times[1:],
+        "timed_median_s": med,
+        "timed_min_s": timed_sorted[0],
+        "timed_max_s": timed_sorted[-1],
+        "samples_per_s": b / med,
+        "timed": timed,
+        "peak_reserved": torch.cuda.max_memory_reserved(),
+        "total_s": time.perf_counter() - t0,
     }
 
 
 def clocks() -> str:
     q = "clocks.sm,clocks.mem,temperature.gpu,power.draw,utilization.gpu,memory.used"
-    r = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"], capture_output=True, text=True
+    )
     return r.stdout.strip()
 
 
@@ -101,10 +110,18 @@ if __name__ == "__main__":
             before = clocks()
             s = time.perf_counter()
             try:
-                r = subprocess.run([sys.executable, __file__, name], capture_output=True,
-                                   text=True, timeout=240, env=env)
-                line = r.stdout.strip().splitlines()[-1] if r.returncode == 0 else json.dumps(
-                    {"case": name, "rc": r.returncode, "stderr": r.stderr[-2000:]})
+                r = subprocess.run(
+                    [sys.executable, __file__, name],
+                    capture_output=True,
+                    text=True,
+                    timeout=240,
+                    env=env,
+                )
+                line = (
+                    r.stdout.strip().splitlines()[-1]
+                    if r.returncode == 0
+                    else json.dumps({"case": name, "rc": r.returncode, "stderr": r.stderr[-2000:]})
+                )
             except subprocess.TimeoutExpired:
                 line = json.dumps({"case": name, "timeout_s": 240})
             rec = json.loads(line)
@@ -112,5 +129,8 @@ if __name__ == "__main__":
             rec["nvidia_smi_before"], rec["nvidia_smi_after"] = before, clocks()
             out.write(json.dumps(rec) + "\n")
             out.flush()
-            print(name, {k: rec.get(k) for k in ("wall_s", "first_step_s", "samples_per_s")},
-                  flush=True)
+            print(
+                name,
+                {k: rec.get(k) for k in ("wall_s", "first_step_s", "samples_per_s")},
+                flush=True,
+            )

@@ -1,0 +1,100 @@
+"""Pictures of results as PNG files (matplotlib, without a display): a trial's memory breakdown
+and a sweep's throughput against memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from advisor.recommendation import Recommendation
+from advisor.report import CATEGORIES, OVERHEAD, describe, gib
+from advisor.result import Status, TrialResult
+
+
+def save_memory_png(result: TrialResult, device_memory: int | None, path: Path) -> None:
+    """The stacked bar as a PNG: categories against the GPU's memory, the device peak marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    memory = result.memory
+    assert memory is not None
+    colours = {
+        "grey50": "#7f7f7f",
+        "blue": "#1f77b4",
+        "bright_blue": "#6baed6",
+        "magenta": "#c13dbf",
+        "yellow": "#e5c100",
+        "green": "#2ca02c",
+        "cyan": "#17becf",
+        "red": "#d62728",
+    }
+    fig, ax = plt.subplots(figsize=(9, 2.4))
+    left = 0.0
+    for key, label, colour in [*CATEGORIES, OVERHEAD]:
+        value = getattr(memory, key) / 2**30
+        ax.barh(0, value, left=left, color=colours[colour], label=f"{label} {gib(value * 2**30)}")
+        left += value
+    ax.axvline(memory.device_peak_bytes / 2**30, color="black", linestyle="--", label="device peak")
+    if device_memory:
+        ax.axvline(device_memory / 2**30, color="black", linewidth=2, label="GPU memory")
+    ax.set_yticks([])
+    ax.set_xlabel("GiB")
+    ax.set_title(describe(result), fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=4)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def save_sweep_png(results: Sequence[TrialResult], rec: Recommendation, path: Path) -> None:
+    """Throughput against device peak for every measured setting, the budget line, and the
+    recommendation marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    target = rec.target
+    ok = [r for r in results if r.status is Status.ok and r.memory and r.throughput]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for fits, colour, label in ((True, "#2ca02c", "fits"), (False, "#d62728", "too big")):
+        chosen = [r for r in ok if target.fits(r) is fits]
+        ax.scatter(
+            [r.memory.device_peak_bytes / 2**30 for r in chosen],  # type: ignore[union-attr]
+            [r.throughput.samples_per_s for r in chosen],  # type: ignore[union-attr]
+            color=colour,
+            label=label,
+            alpha=0.7,
+        )
+    front = rec.front
+    ax.plot(
+        [r.memory.device_peak_bytes / 2**30 for r in front],  # type: ignore[union-attr]
+        [r.throughput.samples_per_s for r in front],  # type: ignore[union-attr]
+        color="grey",
+        linestyle=":",
+        label="Pareto front",
+    )
+    ax.axvline(
+        target.allowed_bytes / 2**30,
+        color="black",
+        linestyle="--",
+        label=f"budget {gib(target.allowed_bytes)}",
+    )
+    if rec.best is not None and rec.best.memory and rec.best.throughput:
+        ax.scatter(
+            [rec.best.memory.device_peak_bytes / 2**30],
+            [rec.best.throughput.samples_per_s],
+            marker="*",
+            s=300,
+            color="gold",
+            edgecolor="black",
+            label="recommended",
+            zorder=5,
+        )
+    ax.set_xlabel("device peak (reserved + context), GiB")
+    ax.set_ylabel("samples/s")
+    ax.set_title(f"{rec.best.spec.model.name if rec.best else ''} sweep for {target.name}")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
