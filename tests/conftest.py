@@ -28,3 +28,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def db_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'results.sqlite'}"
+
+
+@pytest.fixture
+def study_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'optuna.sqlite'}"

@@ -40,11 +40,6 @@ def make_sweeper(store, backend, study_url, *extra, memory="24GiB"):
     return search.Sweeper(space, target, backend, optuna_study), target
 
 
-@pytest.fixture
-def study_url(tmp_path):
-    return f"sqlite:///{tmp_path / 'optuna.sqlite'}"
-
-
 def test_memory_line_recovers_an_affine_family():
     spec = trial_spec(load(["model=resnet50", "device=cpu", "precision=bf16", "batch_size=64"]))
     fixed, per_sample = line(spec)
@@ -403,48 +398,6 @@ def test_the_baseline_line_says_slower_when_the_answer_is_slower():
     assert "x slower" in text and "do not fit the target" in text and "faster" not in text
 
 
-class SlowBackend(FakeBackend):
-    """The fake table, each measurement taking half a second, counting how many run at once
-    (one worker's half second is ample for the other to take a spec of its own)."""
-
-    def __init__(self, store):
-        super().__init__(store)
-        import threading
-
-        self.lock = threading.Lock()
-        self.running = self.most_at_once = 0
-        self.slots = set()
-
-    def measure(self, spec, slot=0, beat_samples_per_s=None):
-        import time
-
-        with self.lock:
-            self.running += 1
-            self.most_at_once = max(self.most_at_once, self.running)
-            self.slots.add(slot)
-        time.sleep(0.5)
-        with self.lock:
-            self.running -= 1
-            return super().measure(spec)
-
-
-def test_two_workers_share_one_study_and_measure_nothing_twice(db_url, study_url):
-    store = Store(db_url)
-    backend = SlowBackend(store)
-    sweeper, target = make_sweeper(store, backend, study_url, "space.optimizers=[adamw]")
-    sweeper.run(trials=12, minutes=None, patience=8, workers=2)
-    hashes = [s.hash for s in backend.calls]
-    assert len(hashes) == len(set(hashes))  # nothing measured twice
-    assert backend.slots == {0, 1} and backend.most_at_once == 2  # both, at once
-    assert len(hashes) <= 12
-    alone, _ = make_sweeper(Store(db_url + "-alone"), FakeBackend(Store(db_url + "-alone")),
-                            study_url + "-alone", "space.optimizers=[adamw]")  # fmt: skip
-    alone.run(trials=12, minutes=None, patience=8)
-    rec = recommend(list(sweeper.results.values()), target)
-    assert rec.best is not None
-    assert rec.best.spec == recommend(list(alone.results.values()), target).best.spec
-
-
 def test_accumulation_is_no_axis_without_an_effective_batch(db_url, study_url):
     store = Store(db_url)
     sweeper, _ = make_sweeper(store, FakeBackend(store), study_url, "grad_accum=2")
@@ -486,21 +439,3 @@ def test_checkpointing_enters_only_where_no_batch_of_a_setting_fits(db_url, stud
     assert plain and not any(peak(s) <= target.allowed_bytes for s in plain)
     assert checkpointed and peak(checkpointed[0]) <= target.allowed_bytes
     assert min(s.batch_size for s in plain) == 16  # only once no smaller batch was left
-
-
-def test_a_failure_in_one_worker_stops_the_sweep_and_is_raised(db_url, study_url):
-    from advisor.errors import WorkloadError
-
-    class Breaking(SlowBackend):
-        def measure(self, spec, slot=0, beat_samples_per_s=None):
-            if len(self.calls) >= 3:
-                raise WorkloadError("the workload broke its contract")
-            return super().measure(spec, slot)
-
-    store = Store(db_url)
-    backend = Breaking(store)
-    sweeper, _ = make_sweeper(store, backend, study_url, "space.optimizers=[adamw]")
-    with pytest.raises(WorkloadError, match="broke its contract"):
-        sweeper.run(trials=12, minutes=None, patience=8, workers=2)
-    assert sweeper.study.get_trials(states=(optuna.trial.TrialState.RUNNING,)) == []
-    assert len(backend.calls) <= 4  # the other worker took nothing new once one failed

@@ -6,7 +6,7 @@ import math
 
 import pytest
 from fake_backend import FakeBackend
-from test_search import make_sweeper, study_url  # noqa: F401  (a fixture)
+from test_search import make_sweeper
 
 from advisor import throughput_model
 from advisor.store.store import Store
@@ -36,7 +36,7 @@ def test_one_change_at_a_time_fixes_every_effect():
     assert throughput_model.fit([(p, rate(p)) for p in together]) is None
 
 
-def test_the_sweep_stops_when_nothing_left_is_predicted_clearly_faster(db_url, study_url):  # noqa: F811
+def test_the_sweep_stops_when_nothing_left_is_predicted_clearly_faster(db_url, study_url):
     store = Store(db_url)
     backend = FakeBackend(store)
     sweeper, _ = make_sweeper(store, backend, study_url, "space.optimizers=[adamw]")
@@ -45,7 +45,7 @@ def test_the_sweep_stops_when_nothing_left_is_predicted_clearly_faster(db_url, s
     assert len(backend.calls) < 40
 
 
-def test_a_batch_below_every_measured_one_is_not_worth_measuring(db_url, study_url):  # noqa: F811
+def test_a_batch_below_every_measured_one_is_not_worth_measuring(db_url, study_url):
     store = Store(db_url)
     sweeper, _ = make_sweeper(
         store, FakeBackend(store), study_url, "space.batch_sizes=[32,64]", "space.grad_accum=[1]",
