@@ -160,10 +160,6 @@ def sweep(
     slots = worker_slots(str(cfg.workers), base.device)
     store = Store(cfg.db_url)
     device_name, torch_version = local_device(base.device)
-    backend = WorkerBackend(
-        store, MeasureConfig(**cfg.measure), cfg.timeout_s, device_name, torch_version,
-        gpus=slots, compile_cache=store.compile_cache(), on_phase=events.phase,
-    )  # fmt: skip
     key = study.sweep_key(space, target, device_name, torch_version)
     record = store.open_sweep(
         Sweep(key, base.model.name, target.name, target.memory_bytes, target.margin,
@@ -171,6 +167,10 @@ def sweep(
     )  # fmt: skip
     assert record.id is not None
     sweep_id = record.id
+    backend = WorkerBackend(
+        store, MeasureConfig(**cfg.measure), cfg.timeout_s, device_name, torch_version,
+        gpus=slots, compile_cache=store.compile_cache(), on_phase=events.phase, sweep_id=sweep_id,
+    )  # fmt: skip
     optuna_study = study.open_study(cfg.study_db_url or study_url(), key)
     earlier = store.sweep_trials(sweep_id)
     events.started(
@@ -199,7 +199,7 @@ def sweep(
     elapsed_s = sweeper.progress.elapsed_s
     # recommended from the space asked for (the baseline may lie outside it)
     results = [r for r in sweeper.results.values() if space.params(r.spec) is not None]
-    answer = _Answer(store, backend, events, sweep_id, cap, device_name, torch_version)
+    answer = _Answer(store, backend, events, cap, device_name, torch_version)
     rec, results = answer.settle(results, target, space.effective_batch_size)
     store.finish_sweep(sweep_id, reason)
     return SweepOutcome(
@@ -229,12 +229,11 @@ class _Answer:
         store: Store,
         backend: WorkerBackend,
         events: SweepEvents,
-        sweep_id: int,
         cap: int | None,
         device_name: str,
         torch_version: str,
     ) -> None:
-        self.store, self.backend, self.events, self.sweep_id = store, backend, events, sweep_id
+        self.store, self.backend, self.events = store, backend, events
         self.cap, self.device_name, self.torch_version = cap, device_name, torch_version
         self.repeats: list[TrialResult] = []  # the answer's measurements, newest first
         self.excluded: set[str] = set()  # settings that failed their repeat (uncapped hash)
@@ -264,8 +263,7 @@ class _Answer:
             made[setting.hash] = made.get(setting.hash, 0) + 1
             spec = dataclasses.replace(setting, memory_cap_bytes=self.cap)
             self.events.measuring(0, spec)
-            again = self.backend.measure(spec)
-            self.store.link(self.sweep_id, again.id or 0, False)
+            again = self.backend.measure(spec)  # stored, linked to the sweep
             if not (again.status is Status.ok and target.fits(again)):
                 self.excluded.add(setting.hash)  # it does not run (or fit) again: the next best
 

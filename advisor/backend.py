@@ -42,10 +42,12 @@ class WorkerBackend:
         gpus: Sequence[str | None] = (None,),  # CUDA_VISIBLE_DEVICES entry per slot
         compile_cache: Path | None = None,
         on_phase: Callable[[int, str], None] | None = None,  # (slot, phase) as it changes
+        sweep_id: int | None = None,  # the sweep each result is linked to as it is stored
     ) -> None:
         self.store, self.settings, self.timeout_s = store, settings, timeout_s
         self.device_name, self.torch_version = device_name, torch_version
         self.gpus, self.compile_cache, self.on_phase = list(gpus), compile_cache, on_phase
+        self.sweep_id = sweep_id
         self._cancel = threading.Event()
 
     def measure(
@@ -61,7 +63,7 @@ class WorkerBackend:
             compile_cache=self.compile_cache,
             cancel=self._cancel,
         )
-        return self.store.add(result)
+        return self.store.add(result, self.sweep_id)
 
     def measured_before(self, spec: TrialSpec) -> TrialResult | None:
         return self.store.measured_before(spec, self.device_name, self.torch_version)

@@ -96,7 +96,8 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     Target: gpu=auto (the local GPU), gpu=PROFILE (conf/gpu), or gpu.memory=SIZE; margin=0.05
       keeps that fraction free. Budget: trials=N (measured specs), minutes=M, patience=N;
       it also stops once no setting left is predicted 2% faster than the best.
-      workers=auto runs one trial at a time on each visible GPU (workers=N: the first N).
+      workers=auto runs one trial at a time on each visible GPU (workers=N: the first N;
+      on the CPU, N trials at once share the cores).
     Space: space.batch_sizes=[...] space.grad_accum=[...] space.precision=[...]
       space.checkpointing=[...] space.optimizers=[...] (default: implementations of optimizer=)
       space.channels_last=[...] space.compile=[...] space.expandable_segments=[...]

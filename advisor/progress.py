@@ -56,7 +56,7 @@ class SweepDisplay:
 
     def started(self, sweep_id: int, what: str, resumed: int, workers: int) -> None:
         line = f"sweep {sweep_id}: {what}"
-        line += f", {workers} trials at a time" if workers > 1 else ""
+        line += f", up to {workers} trials at a time" if workers > 1 else ""
         line += f", resuming with {resumed} trials" if resumed else ""
         self.console.print(line, highlight=False)
 

@@ -160,7 +160,8 @@ def _throughput_line(result: TrialResult) -> Text:
         first = "compiling" if result.spec.compile else "the first step"
         line.append(
             f"\ntime: building {t.setup_s:.1f} s, {first} {t.first_step_s:.1f} s, the other "
-            f"warm-up {t.warmup_s:.1f} s, timing {t.timing_s:.1f} s; {result.wall_s:.1f} s in all",
+            f"warm-up {t.warmup_s:.1f} s, timing {t.timing_s:.1f} s; {result.wall_s:.1f} s in all, "
+            "with starting the process (and CUDA)",
             "grey50",
         )
     known = t.precision if t.precision is not None else t.spread
@@ -343,11 +344,18 @@ def _results_table(title: str, results: Sequence[TrialResult], target: Target) -
         table.add_row(
             str(r.id),
             describe_spec(r.spec),
-            f"{t.samples_per_s:,.1f}" if t else "-",
+            _rate(t),
             gib(m.device_peak_bytes) if m else "-",
             "yes" if target.fits(r) else "no",
         )
+    table.caption = "≤: timing cut short once it could not beat the best; the rate is a bound"
     return table
+
+
+def _rate(t: Throughput | None) -> str:
+    if t is None:
+        return "-"
+    return f"{'≤' if t.stopped is TimingStop.cut else ''}{t.samples_per_s:,.1f}"
 
 
 def largest_batches(sweeper_largest: dict[str, tuple[TrialSpec, int, str]]) -> list[dict]:

@@ -19,6 +19,7 @@ from advisor.result import (
     Phase,
     Status,
     Throughput,
+    TimingStop,
     TrialResult,
 )
 from advisor.store.store import MIGRATIONS, Store
@@ -45,7 +46,8 @@ def an_ok_result(batch_size: int = 64) -> TrialResult:
         nvml_process_bytes=7_700_000_000,
         num_alloc_retries=0,
     )
-    throughput = Throughput(1234.5, None, 0.0518, 0.0004, 40, 3, 1.6e12, 0.31)
+    throughput = Throughput(1234.5, None, 0.0518, 0.0004, 40, 3, 1.6e12, 0.31, 0.0002,
+                            TimingStop.precise, 4.1, 9.5, 0.8, 2.2)  # fmt: skip
     return TrialResult(
         spec=spec_of(f"batch_size={batch_size}", "precision=bf16"),
         status=Status.ok,
@@ -77,6 +79,22 @@ def test_round_trip(db_url):
     assert again.trials(model="gpt2") == []
     assert [r.id for r in again.trials(spec_hash=ok.spec.hash)] == [ok.id]
     assert ok.to_dict()["memory"]["allocator_overhead_bytes"] == 1_000_000_000
+
+
+def test_a_trial_and_its_link_to_the_sweep_are_stored_together(db_url):
+    from advisor.store.store import Sweep
+
+    store = Store(db_url)
+    sweep = store.open_sweep(Sweep("key", "resnet50", "24GiB", 24 * 2**30, 0.05, None))
+    cut = dataclasses.replace(
+        an_ok_result(),
+        throughput=dataclasses.replace(an_ok_result().throughput, stopped=TimingStop.cut),
+    )
+    stored = store.add(cut, sweep.id)
+    assert store.sweep_trials(sweep.id) == [(stored, False)]
+    assert store.get(stored.id).throughput.stopped is TimingStop.cut
+    store.link(sweep.id, stored.id, False)  # linked once only
+    assert len(store.sweep_trials(sweep.id)) == 1
 
 
 def test_environments_are_shared_between_trials(db_url):

@@ -75,8 +75,10 @@ class Store:
             return None
         return Path(parsed.database).resolve().parent / "compile-cache"
 
-    def add(self, result: TrialResult) -> TrialResult:
-        """Store one trial with its environment in one transaction: all of it, or nothing."""
+    def add(self, result: TrialResult, sweep_id: int | None = None) -> TrialResult:
+        """Store one trial with its environment, and its link to the sweep that measured it,
+        in one transaction: all of it, or nothing (a sweep killed in between would otherwise
+        have a trial it does not know it measured)."""
         now = datetime.datetime.now(datetime.UTC)
         with self._session.begin() as session:
             row = _trial_row(result, now)
@@ -85,6 +87,8 @@ class Store:
             session.add(row)
             session.flush()
             trial_id = row.id
+            if sweep_id is not None:
+                _link(session, sweep_id, trial_id, reused=False)
         return dataclasses.replace(result, id=trial_id, created_at=now.isoformat())
 
     def trials(
@@ -147,16 +151,7 @@ class Store:
     def link(self, sweep_id: int, trial_id: int, reused: bool) -> None:
         """Record that a sweep used a trial (once; using it again changes nothing)."""
         with self._session.begin() as session:
-            if session.get(SweepTrialRow, (sweep_id, trial_id)) is not None:
-                return
-            position = session.scalar(
-                select(func.count()).where(SweepTrialRow.sweep_id == sweep_id)
-            )
-            session.add(
-                SweepTrialRow(
-                    sweep_id=sweep_id, trial_id=trial_id, position=position or 0, reused=reused
-                )
-            )
+            _link(session, sweep_id, trial_id, reused)
 
     def sweep_trials(self, sweep_id: int) -> list[tuple[TrialResult, bool]]:
         """The trials a sweep used, in order, each with whether it was reused from history."""
@@ -198,6 +193,15 @@ def _sweep(row: SweepRow) -> Sweep:
         effective_batch_size=row.effective_batch_size,
         stop_reason=row.stop_reason,
         id=row.id,
+    )
+
+
+def _link(session: Session, sweep_id: int, trial_id: int, reused: bool) -> None:
+    if session.get(SweepTrialRow, (sweep_id, trial_id)) is not None:
+        return
+    position = session.scalar(select(func.count()).where(SweepTrialRow.sweep_id == sweep_id))
+    session.add(
+        SweepTrialRow(sweep_id=sweep_id, trial_id=trial_id, position=position or 0, reused=reused)
     )
 
 
