@@ -468,7 +468,10 @@ class Sweeper:
         params = self.space.params(candidate)
         if params is None or candidate.hash in self._told or candidate.hash in self._in_flight:
             return False
-        self.study.enqueue_trial(params, skip_if_exists=True)
+        if self.space.spec(params).hash == candidate.hash:
+            self.study.enqueue_trial(params, skip_if_exists=True)
+        else:  # a retry's setting (a nuisance value): outside Optuna's axes
+            self._rescues.append(candidate)
         return pick < spec.batch_size
 
     def _know(self, result: TrialResult) -> None:

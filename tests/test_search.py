@@ -439,3 +439,4 @@ def test_checkpointing_enters_only_where_no_batch_of_a_setting_fits(db_url, stud
     assert plain and not any(peak(s) <= target.allowed_bytes for s in plain)
     assert checkpointed and peak(checkpointed[0]) <= target.allowed_bytes
     assert min(s.batch_size for s in plain) == 16  # only once no smaller batch was left
+    assert [s.batch_size for s in checkpointed] == [16, 32]  # its climb keeps checkpointing
