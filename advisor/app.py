@@ -158,9 +158,10 @@ def sweep(
     named = [*given, *([_workload_override(workload)] if workload else [])]
     space = space_of(cfg, named, base, target.memory_bytes)
     slots = worker_slots(str(cfg.workers), base.device)
-    store = Store(cfg.db_url)
     device_name, torch_version = local_device(base.device)
     key = study.sweep_key(space, target, device_name, torch_version)
+    optuna_study = study.open_study(cfg.study_db_url or study_url(), key)  # before any row
+    store = Store(cfg.db_url)
     record = store.open_sweep(
         Sweep(key, base.model.name, target.name, target.memory_bytes, target.margin,
               space.effective_batch_size)
@@ -171,7 +172,6 @@ def sweep(
         store, MeasureConfig(**cfg.measure), cfg.timeout_s, device_name, torch_version,
         gpus=slots, compile_cache=store.compile_cache(), on_phase=events.phase, sweep_id=sweep_id,
     )  # fmt: skip
-    optuna_study = study.open_study(cfg.study_db_url or study_url(), key)
     earlier = store.sweep_trials(sweep_id)
     events.started(
         sweep_id,

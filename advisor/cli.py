@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -66,6 +67,7 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       (or the database cannot be opened), 2 for a setting or workload to fix (nothing stored).
     """
     cfg = app_layer.configure(overrides=overrides or [])
+    _check_plot(cfg.plot)
     spec = trial_spec(cfg)
     with err.status(f"measuring {report.describe_spec(spec)}"):
         result = app_layer.measure(spec, cfg)
@@ -105,6 +107,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     """
     given = overrides or []
     cfg = app_layer.configure(overrides=given)
+    _check_plot(cfg.plot)
     with SweepDisplay(err, cfg.trials, cfg.minutes) as display:
         events = app_layer.SweepEvents(
             started=display.started,
@@ -232,6 +235,17 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
         err.print("no stored trials match; measure one with: advisor run model=...")
     else:
         out.print(report.history_table(results))
+
+
+def _check_plot(plot: str | None) -> None:
+    """A plot that could not be written is said before anything is measured, not after."""
+    if not plot:
+        return
+    folder = Path(plot).parent
+    if not folder.is_dir():
+        fail(f"plot={plot}: there is no folder {folder}; create it or name another file")
+    if not os.access(folder, os.W_OK):
+        fail(f"plot={plot}: cannot write into {folder}; name a file in a folder you can write")
 
 
 def _as_dict(versus: Against | None) -> dict[str, object] | None:

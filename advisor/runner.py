@@ -148,6 +148,7 @@ def worker_environment(
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env["PYTORCH_CUDA_ALLOC_CONF"] = f"expandable_segments:{spec.expandable_segments}"
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env["ADVISOR_RUNNER_PID"] = str(os.getpid())  # worker.RUNNER_PID: it dies with this process
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     if compile_cache is not None:

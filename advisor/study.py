@@ -11,7 +11,9 @@ from pathlib import Path
 
 import optuna
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
+from advisor.errors import ConfigError
 from advisor.memory_model import Target
 from advisor.space import Space
 
@@ -37,7 +39,12 @@ def sweep_key(space: Space, target: Target, device_name: str, torch_version: str
 def open_study(url: str, key: str, seed: int = 0) -> optuna.Study:
     """The sweep's Optuna study, in a storage of its own (created, or loaded to resume)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    parsed = make_url(url)
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigError(
+            f"study_db_url: {url!r} is not a database URL; give one like sqlite:///optuna.sqlite"
+        ) from None
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     return optuna.create_study(

@@ -93,7 +93,27 @@ def environment(spec: TrialSpec) -> Environment:
     )
 
 
+RUNNER_PID = "ADVISOR_RUNNER_PID"  # set by the runner: the process this worker must not outlive
+
+
+def _die_with_the_runner() -> None:
+    """A runner killed outright (kill -9) cannot kill its worker, which runs in a process
+    session of its own: ask the kernel to (Linux's PR_SET_PDEATHSIG), so no orphan goes on
+    holding the GPU. If the runner is already gone, stop now."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    runner = int(os.environ.get(RUNNER_PID, os.getppid()))
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != runner:  # it died while this process was starting
+        os._exit(1)
+
+
 def main() -> None:
+    _die_with_the_runner()
     request = json.load(sys.stdin)
     spec = TrialSpec.from_dict(request["spec"])
     outcome = run(

@@ -147,6 +147,10 @@ def _bytes(tensors):
             ["device=cpu", "db_url=sqlite:////proc/version/results.sqlite"],
             "advisor: cannot open the results database sqlite:////proc/version/results.sqlite",
         ),
+        (
+            ["model=tiny_mlp", "device=cpu", "plot=/no/such/folder/breakdown.png"],
+            "advisor: plot=/no/such/folder/breakdown.png: there is no folder /no/such/folder",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(args, message, db_url):

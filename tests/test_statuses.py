@@ -39,3 +39,52 @@ def test_a_model_that_hangs_is_killed_as_timeout():
     assert result.status is Status.timeout
     assert result.failure.message.startswith("killed after 8 s")
     assert 8 <= result.wall_s < 30
+
+
+def test_a_worker_dies_with_its_runner_even_under_kill_9():
+    """The worker runs in a process session of its own (so a timeout kills its children too);
+    a runner killed outright must not leave it running."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    code = (
+        "from conftest import FAST, spec_of\n"
+        "from advisor.runner import run_trial\n"
+        "run_trial(spec_of('model=tiny_mlp', 'model.module._target_=builders.hanging'),"
+        " FAST, timeout_s=120)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    runner = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=Path(__file__).parent)
+
+    def workers() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                status = (entry / "status").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            parent = next(line for line in status.splitlines() if line.startswith("PPid:"))
+            state = next(line for line in status.splitlines() if line.startswith("State:"))
+            if b"advisor.worker" in cmdline and "Z" not in state.split()[1]:
+                found.append((int(entry.name), int(parent.split()[1])))
+        return (
+            [pid for pid, ppid in found if ppid == runner.pid]
+            if runner.poll() is None
+            else [pid for pid, _ in found]
+        )
+
+    deadline = time.monotonic() + 60
+    while not (mine := workers()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert mine, "the runner never started its worker"
+    os.kill(runner.pid, signal.SIGKILL)
+    runner.wait()
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() and pid in workers() for pid in mine):
+        assert time.monotonic() < deadline, "the worker outlived its runner"
+        time.sleep(0.2)

@@ -87,6 +87,14 @@ def test_sweep_bad_input_is_one_line(db_url):
         (["model=tiny_mlp", "device=cpu"], "advisor: no GPU here to fit: name one (gpu=a100_40gb)"),
         (["model=tiny_mlp", "device=cpu", "gpu.memory=lots"], "advisor: gpu.memory: 'lots' is not"),
         (
+            ["model=tiny_mlp", "device=cpu", "gpu.memory=1GiB", "study_db_url=garbage"],
+            "advisor: study_db_url: 'garbage' is not a database URL",
+        ),
+        (
+            ["model=tiny_mlp", "device=cpu", "gpu.memory=1GiB", "plot=/no/such/folder/s.png"],
+            "advisor: plot=/no/such/folder/s.png: there is no folder /no/such/folder",
+        ),
+        (
             [
                 "model=tiny_mlp",
                 "device=cpu",
