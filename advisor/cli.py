@@ -96,8 +96,9 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       advisor sweep model=gpt2 gpu.memory=40GiB trials=20 space.precision=[bf16]
     \b
     Target: gpu=auto (the local GPU), gpu=PROFILE (conf/gpu), or gpu.memory=SIZE; margin=0.05
-      keeps that fraction free. Budget: trials=N (measured specs), minutes=M, patience=N;
-      it also stops once no setting left is predicted 2% faster than the best.
+      keeps that fraction free. Budget: minutes=7 (the answer is due by then: no trial
+      starts that would end later; minutes=null for none), trials=N (measured specs),
+      patience=N; it also stops once no setting left is predicted 2% faster than the best.
       workers=auto runs one trial at a time on each visible GPU (workers=N: the first N;
       on the CPU, N trials at once share the cores).
     Space: space.batch_sizes=[...] space.grad_accum=[...] space.precision=[...]

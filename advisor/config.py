@@ -93,7 +93,9 @@ class Config:
     space: SpaceConfig = dataclasses.field(default_factory=SpaceConfig)
     effective_batch_size: int | None = None  # only specs with batch_size x grad_accum = this
     trials: int = 40  # the sweep measures at most this many specs
-    minutes: float | None = None  # ... and stops starting new ones after this long
+    # ... and answers within about this long: it starts no trial expected to end after it
+    # with the answer's repeat still to run (null: no limit)
+    minutes: float | None = 7.0
     patience: int = 6  # ... or after this many measured specs (past the designed first ones)
     # without a faster one that fits
     workers: str = "auto"  # trials at once: auto is one on each visible GPU (1 on the CPU), or N

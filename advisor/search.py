@@ -248,8 +248,12 @@ class Sweeper:
                 return "stopped: a worker failed"
             if self.progress.measured >= trials:
                 return f"measured {trials} specs (trials={trials})"
-            if minutes is not None and self.progress.elapsed_s >= 60 * minutes:
-                return f"ran {minutes:g} minutes (minutes={minutes:g})"
+            if minutes is not None and self._past_due(60 * minutes):
+                reason = (
+                    f"the answer is due at {minutes:g} minutes (minutes={minutes:g}): a trial "
+                    "started now would end after it, with the answer's repeat still to run"
+                )
+                return None if self._in_flight else reason
             while self._rescues:
                 spec = self._rescues.pop(0)
                 step = self._settle_cheaply(spec)
@@ -291,6 +295,20 @@ class Sweeper:
                 self._reserve(spec)
                 return _Job(spec, trial)
             self._tell(_Job(spec, trial), step)
+
+    def _past_due(self, deadline_s: float) -> bool:
+        """Whether a trial started now is expected to end past the deadline, the answer's repeat
+        measurement included: a trial as long as this sweep's median so far, the repeat as long
+        as the best's own measurement (compiled, it is the longest; its repeat finds the
+        compile cache warm)."""
+        walls = sorted(
+            step.result.wall_s
+            for step in self.progress.steps
+            if step.how == "measured" and step.result is not None
+        )
+        typical = walls[len(walls) // 2] if walls else 0.0
+        repeat = self.progress.best.wall_s if self.progress.best is not None else 0.0
+        return self.progress.elapsed_s + typical + repeat >= deadline_s
 
     def _points_settled(self) -> int:
         """Points of the space settled or being measured (retries and a baseline outside the

@@ -356,6 +356,26 @@ def test_the_users_settings_are_settled_first_and_held_against(db_url, study_url
     assert versus.speedup == best.throughput.samples_per_s / first.result.throughput.samples_per_s
 
 
+class SlowBackend(FakeBackend):
+    """Trials that each take 70 s of wall time, as far as the sweep can tell."""
+
+    def measure(self, spec, slot=0, beat_samples_per_s=None):
+        result = super().measure(spec, slot, beat_samples_per_s)
+        return dataclasses.replace(result, wall_s=70.0)
+
+
+@pytest.mark.parametrize("minutes, more", [(2, False), (3, True)])
+def test_no_trial_starts_that_would_end_after_the_answer_is_due(db_url, study_url, minutes, more):
+    """Due at 2 minutes, a 70 s trial and the answer's 70 s repeat no longer fit after the
+    first; due at 3, they do, trial after trial."""
+    backend = SlowBackend(Store(db_url))
+    sweeper, _ = make_sweeper(Store(db_url), backend, study_url)
+    sweeper.first(sweeper.space.base)
+    reason = sweeper.run(trials=6, minutes=minutes, patience=100)
+    assert (len(backend.calls) > 1) is more
+    assert reason.startswith("the answer is due") is not more
+
+
 def test_a_baseline_measured_before_is_reused_and_still_reported(db_url, study_url):
     """Once lost when history already held the setting (the study skipped it as a repeat)."""
     store = Store(db_url)
