@@ -56,8 +56,10 @@ def run(
 
 
 def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
-    """Measure a spec composed from cfg, and store it (the database is opened first)."""
+    """Measure a spec composed from cfg, and store it (the database is opened, and shown to
+    take a write, first)."""
     store = Store(cfg.db_url)
+    store.check_writable()
     return store.add(run_trial(spec, MeasureConfig(**cfg.measure), cfg.timeout_s))
 
 

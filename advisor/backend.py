@@ -53,6 +53,7 @@ class WorkerBackend:
     def measure(
         self, spec: TrialSpec, slot: int = 0, beat_samples_per_s: float | None = None
     ) -> TrialResult:
+        self.store.check_writable()  # before the GPU time, not after
         result = run_trial(
             spec,
             self.settings,

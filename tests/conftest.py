@@ -33,3 +33,11 @@ def db_url(tmp_path) -> str:
 @pytest.fixture
 def study_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'optuna.sqlite'}"
+
+
+@pytest.fixture(autouse=True)
+def spool_dir(tmp_path, monkeypatch):
+    """Trials the database refused wait in a spool: the test's own, not the user's."""
+    folder = tmp_path / "spool"
+    monkeypatch.setenv("ADVISOR_SPOOL_DIR", str(folder))
+    return folder

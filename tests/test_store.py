@@ -22,7 +22,8 @@ from advisor.result import (
     TimingStop,
     TrialResult,
 )
-from advisor.store.store import MIGRATIONS, Store
+from advisor.store.schema import MIGRATIONS
+from advisor.store.store import Store
 from advisor.store.tables import Base
 
 ENV = Environment("NVIDIA H200", 150754820096, "580.1", "13.0", "2.11.0", "0.1.0", "3.12.3", "h")

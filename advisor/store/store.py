@@ -8,12 +8,10 @@ import datetime
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
-from typing import Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -31,10 +29,11 @@ from advisor.result import (
     throughput_from_dict,
 )
 from advisor.spec import TrialSpec
+from advisor.store import schema, spool
 from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
 
 DB_DIR = CONF_DIR.parent / "db"
-MIGRATIONS = DB_DIR / "migrations"
+WRITE_WAITS_S = (1.0, 3.0)  # a trial's write that fails is tried again after these
 URL_VARIABLE = "ADVISOR_DB_URL"
 STUDY_URL_VARIABLE = "ADVISOR_STUDY_DB_URL"
 
@@ -58,14 +57,19 @@ class Store:
     def __init__(self, url: str | None = None) -> None:
         self.url = url or default_url()
         try:
-            self.engine = _engine(self.url)
-            upgrade(self.engine)
+            self.engine = schema.engine_for(self.url)
+            schema.upgrade(self.engine)
         except (SQLAlchemyError, ArgumentError, OSError) as error:
-            raise StoreError(
-                f"cannot open the results database {self.url}: {_first_line(error)}; "
-                f"give a writable one with db_url=... or {URL_VARIABLE}"
-            ) from None
+            raise schema.why_unusable(self.url, error) from None
         self._session = sessionmaker(self.engine, expire_on_commit=False)
+        self.unspooled = self._store_spooled()
+
+    def check_writable(self) -> None:
+        """Before a trial is measured: StoreError (one line) unless its result can be stored."""
+        try:
+            schema.check_writable(self.engine)
+        except SQLAlchemyError as error:
+            raise schema.why_unusable(self.url, error) from None
 
     def compile_cache(self) -> Path | None:
         """Where torch.compile's cache lives for these results, shared by every trial: beside a
@@ -78,10 +82,29 @@ class Store:
     def add(self, result: TrialResult, sweep_id: int | None = None) -> TrialResult:
         """Store one trial with its environment, and its link to the sweep that measured it,
         in one transaction: all of it, or nothing (a sweep killed in between would otherwise
-        have a trial it does not know it measured)."""
+        have a trial it does not know it measured). A write that fails is tried again; if it
+        still fails, the result goes to the spool (stored on the next open) and StoreError
+        says where."""
         now = datetime.datetime.now(datetime.UTC)
+        result = dataclasses.replace(result, created_at=result.created_at or now.isoformat())
+        for wait_s in (*WRITE_WAITS_S, None):
+            try:
+                return self._insert(result, sweep_id)
+            except SQLAlchemyError as error:
+                if wait_s is None:
+                    kept = spool.save(self.url, result, sweep_id)
+                    raise StoreError(
+                        f"{schema.why_unusable(self.url, error)}; the trial is kept in {kept} "
+                        "and stored the next time advisor opens this database"
+                    ) from None
+                time.sleep(wait_s)
+        raise AssertionError("unreachable")
+
+    def _insert(self, result: TrialResult, sweep_id: int | None) -> TrialResult:
+        assert result.created_at is not None
+        created = datetime.datetime.fromisoformat(result.created_at)
         with self._session.begin() as session:
-            row = _trial_row(result, now)
+            row = _trial_row(result, created)
             if result.environment is not None:
                 row.environment = _environment_row(session, result.environment)
             session.add(row)
@@ -89,7 +112,31 @@ class Store:
             trial_id = row.id
             if sweep_id is not None:
                 _link(session, sweep_id, trial_id, reused=False)
-        return dataclasses.replace(result, id=trial_id, created_at=now.isoformat())
+        return dataclasses.replace(result, id=trial_id)
+
+    def _store_spooled(self) -> int:
+        """Store what the spool kept for this database (once: a trial already stored, the same
+        spec measured at the same moment, is not stored again); how many were stored. What
+        still cannot be written stays for the next time."""
+        stored = 0
+        for kept in spool.pending(self.url):
+            try:
+                if not self._stored_already(kept.result):
+                    self._insert(kept.result, kept.sweep_id)
+                    stored += 1
+            except SQLAlchemyError:
+                break
+            kept.path.unlink()
+        return stored
+
+    def _stored_already(self, result: TrialResult) -> bool:
+        assert result.created_at is not None
+        query = select(TrialRow.id).where(
+            TrialRow.spec_hash == result.spec.hash,
+            TrialRow.created_at == datetime.datetime.fromisoformat(result.created_at),
+        )
+        with self._session() as session:
+            return session.scalar(query) is not None
 
     def trials(
         self,
@@ -205,33 +252,6 @@ def _link(session: Session, sweep_id: int, trial_id: int, reused: bool) -> None:
     )
 
 
-def upgrade(engine: Engine) -> None:
-    """Bring the schema to the newest migration (creating it in an empty database)."""
-    config = AlembicConfig()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
-
-
-def _engine(url: str) -> Engine:
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite":
-        return create_engine(url)
-    if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url)
-
-    @event.listens_for(engine, "connect")
-    def _pragmas(connection: Any, _: Any) -> None:
-        cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    return engine
-
-
 def _environment_row(session: Session, env: Environment) -> EnvironmentRow:
     values = dataclasses.asdict(env)
     fingerprint = hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
@@ -308,9 +328,3 @@ def _result(row: TrialRow) -> TrialResult:
         id=row.id,
         created_at=created.isoformat(),
     )
-
-
-def _first_line(error: BaseException) -> str:
-    cause = getattr(error, "orig", None) or error  # the DBAPI's own message, without SQL
-    text = str(cause).strip()
-    return text.splitlines()[0] if text else type(cause).__name__

@@ -1,0 +1,124 @@
+"""Opening the results database: the engine, the schema brought to the newest migration (safely
+when several processes create one database at once), and what a database that cannot be used
+is told as: locked, damaged, read-only, or written by a newer advisor, each in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+
+import advisor
+from advisor.errors import StoreError
+from advisor.gpus import CONF_DIR
+
+MIGRATIONS = CONF_DIR.parent / "db" / "migrations"
+BUSY_TIMEOUT_S = 5.0  # how long a SQLite writer waits for another's lock before "locked"
+# a PostgreSQL advisory lock taken while migrating: concurrent creators wait for each other
+_SCHEMA_LOCK = 0x61647669  # "advi"
+
+
+def engine_for(url: str) -> Engine:
+    """An engine for the URL. SQLite: WAL (readers never block the writer), foreign keys, and
+    transactions that SQLAlchemy begins itself (pysqlite's own leave DDL outside them, so two
+    processes creating one database raced: "table alembic_version already exists")."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(url)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(connection: Any, _: Any) -> None:
+        connection.isolation_level = None  # BEGIN is emitted below, for DDL too
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        # IMMEDIATE takes the write lock at once (waiting BUSY_TIMEOUT_S for it), where a
+        # plain BEGIN would fail on a read lock it cannot upgrade
+        connection.exec_driver_sql(f"BEGIN {connection.get_execution_options().get('begin', '')}")
+
+    return engine
+
+
+def upgrade(engine: Engine) -> None:
+    """Bring the schema to the newest migration, creating it in an empty database. A database
+    at the newest migration is only read (a read-only one opens for reading); one whose
+    migration this advisor does not know is refused."""
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    script = ScriptDirectory.from_config(config)
+    with engine.connect() as connection:
+        if _current(connection, script) == script.get_current_head():
+            return
+    with engine.connect() as connection:
+        connection.execution_options(begin="IMMEDIATE")
+        with connection.begin():
+            if engine.dialect.name == "postgresql":
+                connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK}
+                )
+            if _current(connection, script) == script.get_current_head():
+                return  # another process created it while this one waited
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+
+def check_writable(engine: Engine) -> None:
+    """Prove the write path before a trial is measured: take the write lock and write (a row
+    rewritten as itself, rolled back). Raises what the database raises."""
+    with engine.connect() as connection:
+        connection.execution_options(begin="IMMEDIATE")
+        with connection.begin() as transaction:
+            connection.execute(text("UPDATE alembic_version SET version_num = version_num"))
+            transaction.rollback()
+
+
+def _current(connection: Connection, script: ScriptDirectory) -> str | None:
+    heads = MigrationContext.configure(connection).get_current_heads()
+    known = {revision.revision for revision in script.walk_revisions()}
+    newer = [head for head in heads if head not in known]
+    if newer:
+        url = connection.engine.url.render_as_string(hide_password=True)
+        raise StoreError(
+            f"the results database {url} was written by a newer advisor (schema {newer[0]}; "
+            f"advisor {advisor.__version__} knows up to {script.get_current_head()}): upgrade "
+            "advisor, or give another db_url=..."
+        )
+    return heads[0] if heads else None
+
+
+def why_unusable(url: str, error: BaseException) -> StoreError:
+    """The one line for a database that cannot be opened or written, by what the driver said."""
+    said = first_line(error)
+    lowered = said.lower()
+    if "locked" in lowered or "could not obtain lock" in lowered:
+        what = f"is locked by another writer (waited {BUSY_TIMEOUT_S:g} s)"
+        todo = "wait for it to finish, or give another db_url=..."
+    elif "not a database" in lowered or "malformed" in lowered:
+        what = "is damaged or not a SQLite database"
+        todo = "move it aside (advisor starts a new one), or give another db_url=..."
+    elif "readonly" in lowered or "read-only" in lowered or "permission denied" in lowered:
+        what = "cannot be written (read-only)"
+        todo = "make it writable, or give another db_url=..."
+    else:
+        what = "cannot be opened"
+        todo = "give a writable one with db_url=... or ADVISOR_DB_URL"
+    return StoreError(f"the results database {url} {what} ({said}): {todo}")
+
+
+def first_line(error: BaseException) -> str:
+    cause = getattr(error, "orig", None) or error  # the DBAPI's own message, without SQL
+    said = str(cause).strip()
+    return said.splitlines()[0] if said else type(cause).__name__

@@ -1,0 +1,101 @@
+"""Trials measured but not stored: when the database refuses the write even after retries, the
+result waits here as a JSON file, and is stored the next time advisor opens that database.
+
+A folder per database URL, under the user's data directory (a SQLite file's own folder may be
+the one that cannot be written).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from advisor.result import (
+    Environment,
+    Status,
+    TrialResult,
+    failure_from_dict,
+    memory_from_dict,
+    throughput_from_dict,
+)
+from advisor.spec import TrialSpec, plain
+
+SPOOL_VARIABLE = "ADVISOR_SPOOL_DIR"  # where spooled trials wait (tests point it elsewhere)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spooled:
+    path: Path
+    result: TrialResult  # with created_at: when it was measured
+    sweep_id: int | None  # the sweep it is to be linked to
+
+
+def folder(url: str) -> Path:
+    """The spool of one database."""
+    root = os.environ.get(SPOOL_VARIABLE) or platformdirs.user_data_dir("advisor")
+    return Path(root) / "spool" / hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def save(url: str, result: TrialResult, sweep_id: int | None) -> Path:
+    """Keep a result for later; written whole or not at all (a temp file, then a rename)."""
+    where = folder(url)
+    where.mkdir(parents=True, exist_ok=True)
+    record = _record(result, sweep_id)
+    name = f"{record['created_at'].replace(':', '')}-{record['spec_hash']}.json"
+    path = where / name
+    partial = path.with_suffix(".part")
+    partial.write_text(json.dumps(record))
+    partial.replace(path)
+    return path
+
+
+def pending(url: str) -> list[Spooled]:
+    """The results waiting for this database, oldest first."""
+    where = folder(url)
+    if not where.is_dir():
+        return []
+    found = []
+    for path in sorted(where.glob("*.json")):
+        record = json.loads(path.read_text())
+        found.append(Spooled(path, _result(record), record["sweep_id"]))
+    return found
+
+
+def _record(result: TrialResult, sweep_id: int | None) -> dict[str, Any]:
+    def parts(value: Any) -> Any:
+        return None if value is None else plain(dataclasses.asdict(value))
+
+    assert result.created_at is not None, "a spooled result keeps when it was measured"
+    return {
+        "spec": result.spec.to_json(),
+        "spec_hash": result.spec.hash,
+        "status": result.status.value,
+        "environment": parts(result.environment),
+        "memory": parts(result.memory),
+        "throughput": parts(result.throughput),
+        "failure": parts(result.failure),
+        "wall_s": result.wall_s,
+        "created_at": result.created_at,
+        "sweep_id": sweep_id,
+    }
+
+
+def _result(record: dict[str, Any]) -> TrialResult:
+    memory, throughput, failure = record["memory"], record["throughput"], record["failure"]
+    environment = record["environment"]
+    return TrialResult(
+        spec=TrialSpec.from_json(record["spec"]),
+        status=Status(record["status"]),
+        environment=None if environment is None else Environment(**environment),
+        memory=None if memory is None else memory_from_dict(memory),
+        throughput=None if throughput is None else throughput_from_dict(throughput),
+        failure=None if failure is None else failure_from_dict(failure),
+        wall_s=record["wall_s"],
+        created_at=record["created_at"],
+    )

@@ -1,0 +1,150 @@
+"""Databases that cannot take a result: found before anything is measured, each told in one
+line; a write that fails after measuring is tried again, then kept in the spool until the
+database takes it. Real SQLite files, real locks, the real console script."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from conftest import FAST_OVERRIDES, spec_of
+from fake_backend import fake_result
+from test_cli import advisor, trial_count
+
+from advisor.errors import StoreError
+from advisor.store import schema, spool, store
+from advisor.store.store import Store
+
+RUN = ["run", "model=tiny_mlp", "batch_size=4", "device=cpu", *FAST_OVERRIDES]
+
+
+def one_line(completed: subprocess.CompletedProcess[str]) -> str:
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr
+    return lines[0]
+
+
+def a_result():
+    return fake_result(spec_of("model=tiny_mlp", "batch_size=4"))
+
+
+class Writer:
+    """Another process's connection to the database, which can hold its write lock."""
+
+    def __init__(self, path) -> None:
+        self.connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+    def lock(self) -> None:
+        self.connection.execute("BEGIN EXCLUSIVE")
+
+    def release(self) -> None:
+        if self.connection.in_transaction:
+            self.connection.execute("ROLLBACK")
+
+
+@pytest.fixture
+def writer(tmp_path):
+    """A database (created) and another writer of it, not yet holding the lock."""
+    path = tmp_path / "shared.sqlite"
+    Store(f"sqlite:///{path}")
+    other = Writer(path)
+    yield f"sqlite:///{path}", other
+    other.release()
+    other.connection.close()
+
+
+def test_a_locked_database_is_told_before_anything_is_measured(writer):
+    url, other = writer
+    other.lock()
+    started = time.perf_counter()
+    run = advisor(*RUN, f"db_url={url}")
+    assert run.returncode == 1
+    assert "is locked by another writer" in one_line(run)
+    # the busy wait, not a trial: no worker was started (a tiny trial takes several seconds)
+    assert time.perf_counter() - started < schema.BUSY_TIMEOUT_S + 8
+
+
+def test_a_damaged_database_is_told_and_left_as_it_was(tmp_path):
+    path = tmp_path / "damaged.sqlite"
+    path.write_bytes(b"not a database " * 100)
+    run = advisor(*RUN, f"db_url=sqlite:///{path}")
+    assert run.returncode == 1 and "is damaged or not a SQLite database" in one_line(run)
+    assert path.read_bytes() == b"not a database " * 100
+
+
+def test_a_read_only_database_is_read_but_not_measured_into(db_url, tmp_path):
+    Store(db_url).add(a_result())
+    read_only = f"sqlite:///file:{tmp_path / 'results.sqlite'}?mode=ro&uri=true"
+    history = advisor("history", "--json", db_url=read_only)  # (Hydra would parse its '=')
+    assert history.returncode == 0, history.stderr
+    run = advisor(*RUN, db_url=read_only)
+    assert run.returncode == 1 and "cannot be written (read-only)" in one_line(run)
+    assert trial_count(db_url) == 1
+
+
+def test_a_database_of_a_newer_advisor_is_refused_untouched(db_url, tmp_path):
+    Store(db_url)
+    with sqlite3.connect(tmp_path / "results.sqlite") as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '0999'")
+    run = advisor("history", f"db_url={db_url}")
+    assert run.returncode == 1
+    assert "was written by a newer advisor (schema 0999" in one_line(run)
+    with sqlite3.connect(tmp_path / "results.sqlite") as connection:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            ("0999",)
+        ]
+
+
+def test_processes_creating_one_database_at_once_all_open_it(tmp_path):
+    """Once 2 of 6 tries failed: 'table environments already exists'."""
+    url = f"sqlite:///{tmp_path / 'new.sqlite'}"
+    code = f"from advisor.store.store import Store; Store({url!r}).check_writable()"
+    openers = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE)
+               for _ in range(6)]  # fmt: skip
+    failures = [p.stderr.read().decode() for p in openers if p.wait() != 0]  # type: ignore[union-attr]
+    assert failures == []
+    assert Store(url).trials() == []
+
+
+def test_a_write_that_fails_is_kept_in_the_spool_and_stored_on_the_next_open(writer, monkeypatch):
+    url, other = writer
+    monkeypatch.setattr(schema, "BUSY_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(store, "WRITE_WAITS_S", (0.0, 0.0))
+    results = Store(url)  # opened before the lock is taken, as a sweep's is
+    other.lock()
+    measured = a_result()
+    with pytest.raises(StoreError, match="is locked by another writer.*the trial is kept in"):
+        results.add(measured)
+    [kept] = spool.pending(url)
+    assert kept.result.spec == measured.spec and kept.result.status is measured.status
+    other.release()
+    reopened = Store(url)
+    assert reopened.unspooled == 1 and spool.pending(url) == []
+    [stored] = reopened.trials()
+    assert stored.spec == measured.spec and stored.created_at == kept.result.created_at
+    assert stored.throughput == measured.throughput and stored.memory == measured.memory
+    assert Store(url).unspooled == 0 and len(Store(url).trials()) == 1
+
+
+def test_a_spooled_trial_already_stored_is_not_stored_twice(db_url):
+    """A process killed between the store's commit and the spool file's removal."""
+    results = Store(db_url)
+    stored = results.add(a_result())
+    spool.save(db_url, stored, None)
+    assert Store(db_url).unspooled == 0 and len(Store(db_url).trials()) == 1
+    assert spool.pending(db_url) == []
+
+
+def test_a_write_that_fails_once_is_tried_again(writer, monkeypatch):
+    url, other = writer
+    monkeypatch.setattr(schema, "BUSY_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(store, "WRITE_WAITS_S", (1.0, 1.0))
+    results = Store(url)
+    other.lock()
+    threading.Timer(0.5, other.release).start()  # the other writer finishes meanwhile
+    results.add(a_result())
+    assert spool.pending(url) == [] and len(Store(url).trials()) == 1
