@@ -170,10 +170,7 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
         )
     return TrialSpec(
         model=model_spec,
-        optimizer=OptimizerSpec(
-            name=str(optimizer.get("name", optimizer.get("_target_"))),
-            builder=_canonical(_without(optimizer, OPTIMIZER_META_KEYS)),
-        ),
+        optimizer=_optimizer_spec(optimizer),
         device=device,
         batch_size=cfg.batch_size,
         grad_accum=cfg.grad_accum,
@@ -249,6 +246,20 @@ def _one_line(error: Exception) -> str:
         key = f"{key}.{new_key.group(1)}" if not key.endswith(new_key.group(1)) else key
         return f"{key}: no such argument in the config; add it with +{key}=VALUE"
     return f"{key}: {first}"
+
+
+def _optimizer_spec(node: dict[str, Any]) -> OptimizerSpec:
+    return OptimizerSpec(
+        name=str(node.get("name", node.get("_target_"))),
+        builder=_canonical(_without(node, OPTIMIZER_META_KEYS)),
+    )
+
+
+def bundled_optimizer(name: str) -> OptimizerSpec | None:
+    """The optimizer of this name in conf/optimizer, or None: how a stored trial's optimizer
+    is rebuilt (its stored builder is data, never instantiated)."""
+    known = {path.stem: path for path in (CONF_DIR / "optimizer").glob("*.yaml")}
+    return _optimizer_spec(_node(OmegaConf.load(known[name]))) if name in known else None
 
 
 def implementations(algorithm: str) -> list[str]:

@@ -15,11 +15,12 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from advisor import config
 from advisor.allocator import OutOfMemory as AllocatorOutOfMemory
 from advisor.fake_step import FakeStep, fake_step, replayed_reserved, step_between
 from advisor.memory_model import Target, fit
 from advisor.result import Category, Status, TrialResult
-from advisor.spec import Checkpointing, Device, TrialSpec
+from advisor.spec import Checkpointing, Device, OptimizerSpec, TrialSpec
 
 # Defaults for what a fake run cannot see, from the H200's 54 trials in experiments/2026-11-30-
 # h200-memory: steady peak reserved / steady peak allocated (median; checkpointing's recompute
@@ -281,11 +282,11 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
     what is free and the trial still runs (experiments/2026-11-30-h200-memory). History comes
     newest first."""
     measured = [
-        # rebuilt from this spec's workload, never from what a stored row names
-        dataclasses.replace(r, spec=dataclasses.replace(r.spec, model=spec.model))
+        dataclasses.replace(r, spec=rebuilt)
         for r in history
         if r.spec.model.identity == spec.model.identity and r.status is Status.ok
         and r.memory is not None and r.spec.device is Device.cuda and not _squeezed(r)
+        and (rebuilt := _rebuilt(r.spec, spec)) is not None
     ]  # fmt: skip
     if not measured:
         return None
@@ -321,6 +322,19 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
         error_median=statistics.median(errors),
         error_worst=max(errors),
     )
+
+
+def _rebuilt(stored: TrialSpec, spec: TrialSpec) -> TrialSpec | None:
+    """A stored trial's setting as this advisor would build it: the spec's own workload and
+    optimizer, or a bundled optimizer of the stored name; None for an optimizer it does not
+    know. A row's builders are data: a shared database must not run code on its readers."""
+    if stored.optimizer.name == spec.optimizer.name:
+        optimizer: OptimizerSpec | None = spec.optimizer
+    else:
+        optimizer = config.bundled_optimizer(stored.optimizer.name)
+    if optimizer is None:
+        return None
+    return dataclasses.replace(stored, model=spec.model, optimizer=optimizer)
 
 
 def _replay_ratio(spec: TrialSpec, replays: list[float], factors: list[float]) -> float | None:

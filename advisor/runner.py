@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import advisor
 from advisor import gpus
 from advisor.config import MeasureConfig
 from advisor.errors import WorkloadError
@@ -69,7 +70,9 @@ def run_trial(
         (Path(tmp) / "request.json").write_text(json.dumps(request))
         with open(Path(tmp) / "request.json") as stdin, open(Path(tmp) / "output", "w+") as out:
             worker = subprocess.Popen(
-                [sys.executable, "-m", "advisor.worker", str(result_path), str(phase_path)],
+                # -P: the current folder is not put first on the worker's path (a numpy.py
+                # there was imported); a workload file's folder is, by the workload's loader
+                [sys.executable, "-P", "-m", "advisor.worker", str(result_path), str(phase_path)],
                 stdin=stdin,
                 stdout=out,
                 stderr=subprocess.STDOUT,  # a model's prints must not reach our stdout (--json)
@@ -142,10 +145,16 @@ def _wait(
 def worker_environment(
     spec: TrialSpec, gpu: str | None = None, compile_cache: Path | None = None
 ) -> dict[str, str]:
-    """The worker sees what this process can import, the spec's allocator setting (which must
-    be in the environment before CUDA starts), its GPU, and the shared compile cache."""
+    """The worker sees this advisor and what this process can import, the spec's allocator
+    setting (which must be in the environment before CUDA starts), its GPU, and the shared
+    compile cache."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    own = str(Path(advisor.__file__).resolve().parent.parent)  # a checkout, or site-packages
+    # not the current folder (`python -m advisor` puts it first): a workload file's folder is
+    # put there by the workload's loader, in the worker too
+    here = Path.cwd().resolve()
+    forwarded = [p for p in sys.path if p and p != own and Path(p).resolve() != here]
+    env["PYTHONPATH"] = os.pathsep.join([own, *forwarded])
     env["PYTORCH_CUDA_ALLOC_CONF"] = f"expandable_segments:{spec.expandable_segments}"
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env["ADVISOR_RUNNER_PID"] = str(os.getpid())  # worker.RUNNER_PID: it dies with this process

@@ -228,3 +228,20 @@ def test_convolution_models_give_back_the_cache_in_their_first_step_on_a_gpu():
     assert fake_step(spec_of("model=tiny_cnn", "device=cuda")).first_step_releases_cache
     assert not fake_step(spec_of("model=tiny_gpt2", "device=cuda")).first_step_releases_cache
     assert not fake_step(spec_of("model=tiny_cnn")).first_step_releases_cache  # the CPU's
+
+
+@pytest.mark.parametrize("name", ["adamw", "sgd", "planted"])
+def test_a_stored_trials_builders_are_never_run(tmp_path, name):
+    """A row planted in a shared database once ran builtins.open on the reader's machine:
+    calibration rebuilds the stored setting from the spec's own workload and optimizer, or a
+    bundled optimizer of the stored name, and leaves out a trial whose optimizer it does not
+    know."""
+    marker = tmp_path / "opened"
+    spec = spec_of("model=tiny_mlp", "device=cuda", "batch_size=4")
+    builder = json.dumps({"_target_": "builtins.open", "file": str(marker), "mode": "w"})
+    planted = dataclasses.replace(
+        spec, optimizer=dataclasses.replace(spec.optimizer, name=name, builder=builder)
+    )
+    e = estimate(spec, BIG, [measured_as(planted, fake_step(spec).peak_allocated_bytes)])
+    assert not marker.exists()
+    assert (e.calibration is not None) is (name != "planted")

@@ -136,3 +136,17 @@ def test_a_broken_workload_gets_one_line_and_nothing_is_stored(workload, message
         assert result.stderr.startswith("advisor: ") and message in result.stderr
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert trial_count(db_url) == 0
+
+
+def test_the_worker_does_not_import_from_the_current_folder(tmp_path, db_url):
+    """A numpy.py in the current folder was imported by the worker: now only a workload file's
+    own folder is put on its path."""
+    (tmp_path / "numpy.py").write_text(
+        "import sys\nopen(__file__ + '.imported', 'a').write(sys.argv[0] + '\\n')\n"
+        "raise ImportError('the current folder was imported from')\n"
+    )
+    run = advisor("run", "model=tiny_mlp", "device=cpu", "batch_size=2", *FAST_OVERRIDES,
+                  "--json", db_url=db_url, cwd=tmp_path)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["status"] == "ok"
+    assert not (tmp_path / "numpy.py.imported").exists()

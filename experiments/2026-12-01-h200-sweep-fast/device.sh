@@ -29,9 +29,9 @@ sweep)
   timeout 480 python3 -m advisor sweep model=resnet50 db_url=$db study_db_url=$study \
     plot=$out/sweep.png --json > "$out/sweep.json" 2> "$out/sweep.err"
   echo "rc=$? wall_s=$((SECONDS - start))" | tee "$out/sweep.time"
-  left=$((560 - SECONDS))
-  if [ $left -gt 30 ]; then
-    timeout $left python3 -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider > "$out/gpu-tests.txt" 2>&1
+  left=$((${UNTIL_S:-560} - SECONDS))
+  if [ $left -gt 30 ]; then  # GPU_TESTS="-k NAME": only those
+    timeout $left python3 -m pytest -q -m gpu tests/test_gpu.py ${GPU_TESTS:-} -p no:cacheprovider > "$out/gpu-tests.txt" 2>&1
     echo "gpu tests rc=$? in ${left}s at most" | tee -a "$out/sweep.time"
   fi
   ;;
