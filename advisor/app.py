@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import torch
 from omegaconf import DictConfig
 
 from advisor import gpus, search, study
@@ -58,9 +59,27 @@ def run(
 def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
     """Measure a spec composed from cfg, and store it (the database is opened, and shown to
     take a write, first)."""
+    check_device(spec)
     store = Store(cfg.db_url)
     store.check_writable()
     return store.add(run_trial(spec, MeasureConfig(**cfg.measure), cfg.timeout_s))
+
+
+def check_device(spec: TrialSpec, sweeping_on_auto: bool = False) -> None:
+    """Measuring needs the device here: device=cuda without a GPU was stored as crashed trials,
+    and a sweep left to device=auto on a host without one swept resnet50 on the CPU for hours."""
+    if spec.device is Device.cuda and not torch.cuda.is_available():
+        raise ConfigError(
+            "device=cuda, but torch sees no CUDA GPU here: measure on the CPU with device=cpu "
+            "and a tiny model (model=tiny_cnn), or estimate a GPU you don't have with "
+            "advisor estimate ... gpu=NAME"
+        )
+    if sweeping_on_auto and spec.device is Device.cpu:
+        raise ConfigError(
+            "no CUDA GPU here to sweep on (device=auto): sweep the CPU by saying so, with a tiny "
+            "model and a budget (advisor sweep model=tiny_cnn device=cpu gpu.memory=64MiB), or "
+            "ask about a GPU you don't have with advisor recommend or advisor estimate gpu=NAME"
+        )
 
 
 def estimate(
@@ -152,6 +171,7 @@ def sweep(
     given = [*overrides, *as_overrides(settings)]
     cfg = configure(workload, given)
     base = trial_spec(cfg)
+    check_device(base, sweeping_on_auto=str(cfg.device) == "auto")
     target = target_of(cfg, base.device)
     local = gpus.local_gpu() if base.device is Device.cuda else None
     cap = trial_cap(target, local.memory_bytes if local else None)

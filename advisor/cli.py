@@ -19,6 +19,7 @@ from advisor.errors import AdvisorError, StoreError
 from advisor.progress import SweepDisplay
 from advisor.recommendation import Against
 from advisor.result import Status
+from advisor.spec import Device
 from advisor.store.store import Store
 
 app = typer.Typer(
@@ -69,6 +70,8 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     cfg = app_layer.configure(overrides=overrides or [])
     _check_plot(cfg.plot)
     spec = trial_spec(cfg)
+    if str(cfg.device) == "auto" and spec.device is Device.cpu:
+        err.print("no CUDA GPU here: measuring on the CPU (device=cpu says you mean it)")
     with err.status(f"measuring {report.describe_spec(spec)}"):
         result = app_layer.measure(spec, cfg)
     device_memory = result.environment.device_memory_bytes if result.environment else None
@@ -197,6 +200,7 @@ def estimate_command(overrides: Overrides = None, as_json: JsonFlag = False) -> 
 
 
 HISTORY_FILTERS = ("model", "status", "hash", "limit", "db_url")
+MAX_LIMIT = 2**31  # rows; SQLite's LIMIT takes at most a 64-bit integer
 
 
 @app.command()
@@ -223,6 +227,8 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
         limit = int(given.get("limit", "20"))
     except ValueError:
         fail(f"limit must be a whole number, got {given['limit']!r}")
+    if not 0 <= limit <= MAX_LIMIT:
+        fail(f"limit must be from 0 (all) to {MAX_LIMIT}, got {limit}")
     store = Store(given.get("db_url"))
     results = store.trials(
         model=given.get("model"),

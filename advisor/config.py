@@ -120,6 +120,8 @@ def load(overrides: list[str]) -> DictConfig:
 
 
 MAX_BATCH = 2**24  # a micro batch or accumulation beyond this is a typo, not a setting
+MIN_MEMORY_CAP = 2**20  # a cap in bytes below this is a unit slip (memory_cap=8 for 8 GiB)
+MAX_BYTES = 2**50
 
 
 def _check_ranges(cfg: DictConfig) -> None:
@@ -137,6 +139,11 @@ def _check_ranges(cfg: DictConfig) -> None:
     for name in ("timeout_s", "minutes"):
         if cfg[name] is not None and not cfg[name] > 0:
             raise ConfigError(f"{name} must be more than 0, got {cfg[name]}")
+    if cfg.memory_cap is not None and not MIN_MEMORY_CAP <= cfg.memory_cap <= MAX_BYTES:
+        raise ConfigError(
+            f"memory_cap is in bytes, from {MIN_MEMORY_CAP} (1 MiB) to {MAX_BYTES} (1 PiB); "
+            f"got {cfg.memory_cap}"
+        )
 
 
 def _own_model_named(cfg: DictConfig, overrides: list[str]) -> None:

@@ -419,6 +419,8 @@ def _watch_cuda_oom() -> dict[str, int]:
 
 _CUDA_REQUEST = re.compile(r"Tried to allocate ([\d.]+) (B|KiB|MiB|GiB|TiB)")
 _CPU_REQUEST = re.compile(r"you tried to allocate (\d+) bytes")
+# what the host's allocator and loader say when the process's memory (its cap on the CPU) ran out
+_HOST_OUT_OF_MEMORY = ("failed to map segment", "Cannot allocate memory")
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 
@@ -434,6 +436,12 @@ def _as_out_of_memory(
         return OutOfMemory(phase, requested, message)
     if isinstance(error, RuntimeError) and (m := _CPU_REQUEST.search(str(error))):
         return OutOfMemory(phase, int(m.group(1)), message)
+    link: BaseException | None = error
+    while link is not None:  # Python's own, often wrapped (a builder's, a lazy import's)
+        said = str(link)
+        if isinstance(link, MemoryError) or any(s in said for s in _HOST_OUT_OF_MEMORY):
+            return OutOfMemory(phase, None, f"{type(link).__name__}: {said}".rstrip(": "))
+        link = link.__cause__ or link.__context__
     return None
 
 

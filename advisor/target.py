@@ -23,6 +23,11 @@ def target_of(cfg: DictConfig, device: Device) -> Target:
         name = gpu.name if gpu.name != "auto" else gpus.format_bytes(memory)
     elif device is Device.cuda and (local := gpus.local_gpu()) is not None:
         memory, name = local.memory_bytes, f"local {local.name}"
+    elif device is Device.cpu:  # (a GPU's profile here would sweep a big model on the CPU)
+        raise ConfigError(
+            "device=cpu has no GPU memory to fit: name a budget, e.g. gpu.memory=64MiB for a "
+            "tiny model (model=tiny_cnn)"
+        )
     else:
         raise ConfigError(
             "no GPU here to fit: name one (gpu=a100_40gb) or a budget (gpu.memory=24GiB)"

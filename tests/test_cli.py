@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import torchvision
 from conftest import FAST_OVERRIDES
 from sqlalchemy import create_engine, inspect
@@ -145,13 +146,19 @@ def _bytes(tensors):
         ),
         (
             ["device=cpu", "db_url=sqlite:////proc/version/results.sqlite"],
-            "advisor: cannot open the results database sqlite:////proc/version/results.sqlite",
+            "advisor: the results database sqlite:////proc/version/results.sqlite cannot be opened",
         ),
+        (["model=tiny_mlp", "memory_cap=1"], "advisor: memory_cap is in bytes, from 1048576"),
         (
             ["model=tiny_mlp", "device=cpu", "plot=/no/such/folder/breakdown.png"],
             "advisor: plot=/no/such/folder/breakdown.png: there is no folder /no/such/folder",
         ),
-    ],
+    ]
+    + (
+        []
+        if torch.cuda.is_available()  # (a host without a GPU: this one, and CI)
+        else [(["model=tiny_mlp", "device=cuda"], "advisor: device=cuda, but torch sees no CUDA")]
+    ),
 )
 def test_bad_input_is_one_line_and_writes_nothing(args, message, db_url):
     result = advisor("run", *args, db_url=db_url)
@@ -162,10 +169,22 @@ def test_bad_input_is_one_line_and_writes_nothing(args, message, db_url):
     assert trial_count(db_url) == 0
 
 
-def test_bad_history_filter(db_url):
-    result = advisor("history", "colour=blue", db_url=db_url)
+@pytest.mark.parametrize(
+    "given,message",
+    [
+        ("colour=blue", "unknown filter 'colour=blue'"),
+        ("limit=1e20", "limit must be a whole number, got '1e20'"),
+        (f"limit={10**20}", "limit must be from 0 (all) to 2147483648, got 100000000000000000000"),
+        ("limit=-3", "limit must be from 0 (all) to"),
+    ],
+)
+def test_bad_history_filter(db_url, given, message):
+    result = advisor("history", given, db_url=db_url)
     assert result.returncode == 2
-    assert result.stderr.startswith("advisor: unknown filter 'colour=blue'")
+    assert result.stderr == f"advisor: {message}\n" or result.stderr.startswith(
+        f"advisor: {message}"
+    )
+    assert result.stderr.count("\n") == 1
 
 
 def test_help_says_what_and_shows_an_example():

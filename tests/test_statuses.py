@@ -19,6 +19,14 @@ def test_out_of_memory_is_a_result_with_its_phase_and_request():
     assert result.environment is not None and result.memory is None
 
 
+def test_a_cap_too_small_to_build_the_model_is_out_of_memory_not_a_crash():
+    """Under a 2 MiB cap on the CPU, Python's own MemoryError (wrapped by the builder) comes
+    before any tensor: recorded as crashed until it was read as what it is."""
+    result = run_trial(spec_of("model=tiny_mlp", f"memory_cap={2**21}"), FAST, timeout_s=120)
+    assert result.status is Status.oom, result.failure
+    assert result.failure.phase is Phase.setup and "MemoryError" in result.failure.message
+
+
 def test_a_model_that_raises_is_crashed_with_the_tail_of_its_output():
     spec = spec_of(
         "model=tiny_mlp",

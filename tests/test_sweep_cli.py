@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import torch
 from sqlalchemy import create_engine
 from test_cli import advisor, trial_count
 
@@ -82,9 +83,19 @@ def test_recommend_says_when_history_is_too_thin(db_url):
     assert "no recommendation: only 0 measured setting(s)" in result.stdout
 
 
+# on a host without a GPU (this one; on a GPU host these would run)
+NO_GPU_CASES = [] if torch.cuda.is_available() else [
+    (["model=tiny_mlp", "gpu=a100_40gb"], "advisor: no CUDA GPU here to sweep on (device=auto)"),
+]  # fmt: skip
+
+
 def test_sweep_bad_input_is_one_line(db_url):
     for args, message in [
-        (["model=tiny_mlp", "device=cpu"], "advisor: no GPU here to fit: name one (gpu=a100_40gb)"),
+        (["model=tiny_mlp", "device=cpu"], "advisor: device=cpu has no GPU memory to fit: name"),
+        (
+            ["model=tiny_mlp", "gpu=a100_40gb"],
+            "advisor: no CUDA GPU here to sweep on (device=auto)",
+        ),
         (["model=tiny_mlp", "device=cpu", "gpu.memory=lots"], "advisor: gpu.memory: 'lots' is not"),
         (
             ["model=tiny_mlp", "device=cpu", "gpu.memory=1GiB", "study_db_url=garbage"],
@@ -104,7 +115,7 @@ def test_sweep_bad_input_is_one_line(db_url):
             ],
             "advisor: no grad_accum in [2, 4] divides",
         ),
-    ]:
+    ] + NO_GPU_CASES:
         result = advisor("sweep", *args, db_url=db_url)
         assert result.returncode == 2, result.stderr
         assert result.stderr.startswith(message) and result.stderr.count("\n") == 1

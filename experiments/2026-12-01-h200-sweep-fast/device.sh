@@ -39,7 +39,9 @@ repeat)
   # the gpu tests first (the measuring code changed), then the 5 specs in interleaved rounds
   # (drift between rounds shows as spread); a run is started only while the machine's 10
   # minutes leave room for it
-  timeout 240 python3 -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider > "$out/gpu-tests.txt" 2>&1
+  # GPU_TESTS="-k NAME": only those; RUNS="SPEC:ROUND ...": only those runs (what an earlier
+  # machine left undone), in that order
+  timeout 240 python3 -m pytest -q -m gpu tests/test_gpu.py ${GPU_TESTS:-} -p no:cacheprovider > "$out/gpu-tests.txt" 2>&1
   echo "gpu tests rc=$? wall_s=$SECONDS" | tee -a "$out/repeat.time"
   specs=(
     "batch_size=512 precision=bf16 optimizer=adamw_fused channels_last=true"
@@ -48,13 +50,13 @@ repeat)
     "batch_size=512 precision=bf16 optimizer=adamw_fused channels_last=true compile=true"
     "batch_size=256 precision=tf32 optimizer=adamw checkpointing=blocks"
   )
-  for round in 1 2 3; do
-    for i in "${!specs[@]}"; do
-      [ $SECONDS -lt ${REPEAT_UNTIL_S:-520} ] || break 2
-      s=$SECONDS
-      python3 -m advisor run model=resnet50 ${specs[$i]} db_url=$db --json > "$out/run-$i-$round.json" 2>> "$out/repeat.err"
-      echo "spec $i round $round rc=$? wall_s=$((SECONDS - s))" | tee -a "$out/repeat.time"
-    done
+  runs=${RUNS:-"0:1 1:1 2:1 3:1 4:1 0:2 1:2 2:2 3:2 4:2 0:3 1:3 2:3 3:3 4:3"}
+  for run in $runs; do
+    i=${run%:*}; round=${run#*:}
+    [ $SECONDS -lt ${REPEAT_UNTIL_S:-520} ] || break
+    s=$SECONDS
+    python3 -m advisor run model=resnet50 ${specs[$i]} db_url=$db --json > "$out/run-$i-$round.json" 2>> "$out/repeat.err"
+    echo "spec $i round $round rc=$? wall_s=$((SECONDS - s))" | tee -a "$out/repeat.time"
   done
   ;;
 esac
