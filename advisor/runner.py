@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import advisor
-from advisor import gpus
+from advisor import gpus, oom_killer
 from advisor.config import MeasureConfig
 from advisor.errors import WorkloadError
 from advisor.result import (
@@ -37,6 +38,8 @@ from advisor.spec import Precision, TrialSpec
 STDERR_TAIL_CHARS = 3000  # how much of a crashed worker's output a result keeps
 
 
+# each trial's folder (its request, result, phase and output), under the runner's pid
+TRIALS_DIR = Path(tempfile.gettempdir()) / f"advisor-trials-{os.getuid()}"
 POLL_S = 0.25  # how often the runner looks at the worker's phase and for a cancel
 
 
@@ -65,7 +68,10 @@ def run_trial(
         "beat_samples_per_s": beat_samples_per_s,
     }
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="advisor-trial-") as tmp:
+    _remove_leftovers()
+    kills_before = oom_killer.kills()
+    TRIALS_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=TRIALS_DIR) as tmp:
         result_path, phase_path = Path(tmp) / "result.json", Path(tmp) / "phase"
         (Path(tmp) / "request.json").write_text(json.dumps(request))
         with open(Path(tmp) / "request.json") as stdin, open(Path(tmp) / "output", "w+") as out:
@@ -92,6 +98,12 @@ def run_trial(
         if timed_out:
             message = f"killed after {timeout_s:g} s\n{_tail(output)}"
             return _failed(spec, Status.timeout, message, wall_s)
+        if worker.returncode == -signal.SIGKILL and _more(oom_killer.kills(), kills_before):
+            message = (
+                "the host ran out of memory: the kernel's out-of-memory killer ended the worker "
+                f"(SIGKILL)\n{_tail(output)}"
+            )
+            return _failed(spec, Status.oom, message, wall_s)
         if worker.returncode != 0 or not result_path.exists():
             return _failed(spec, Status.crashed, _exit_text(worker.returncode, output), wall_s)
         outcome = json.loads(result_path.read_text())
@@ -140,6 +152,29 @@ def _wait(
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()
             return True
+
+
+def _more(now: int | None, before: int | None) -> bool:
+    return now is not None and before is not None and now > before
+
+
+def _remove_leftovers() -> None:
+    """Trial folders of runners that are gone (killed with -9, which no cleanup survives);
+    each folder is named by its runner's pid."""
+    for folder in TRIALS_DIR.glob("*-*") if TRIALS_DIR.is_dir() else ():
+        pid = folder.name.partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 def worker_environment(

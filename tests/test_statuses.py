@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
 from conftest import FAST, spec_of
+from test_cli import ADVISOR
 
 from advisor.result import Phase, Status
-from advisor.runner import run_trial
+from advisor.runner import TRIALS_DIR, run_trial
 
 
 def test_out_of_memory_is_a_result_with_its_phase_and_request():
@@ -52,12 +59,9 @@ def test_a_model_that_hangs_is_killed_as_timeout():
 def test_a_worker_dies_with_its_runner_even_under_kill_9():
     """The worker runs in a process session of its own (so a timeout kills its children too);
     a runner killed outright must not leave it running."""
-    import os
     import signal
-    import subprocess
     import sys
     import time
-    from pathlib import Path
 
     code = (
         "from conftest import FAST, spec_of\n"
@@ -96,3 +100,39 @@ def test_a_worker_dies_with_its_runner_even_under_kill_9():
     while any(Path(f"/proc/{pid}").exists() and pid in workers() for pid in mine):
         assert time.monotonic() < deadline, "the worker outlived its runner"
         time.sleep(0.2)
+    # no cleanup survives kill -9: the runner's trial folder is left, and the next trial
+    # (of any runner) removes it
+    left = list(TRIALS_DIR.glob(f"{runner.pid}-*"))
+    assert left and all(folder.is_dir() for folder in left)
+    assert run_trial(spec_of("model=tiny_mlp"), FAST, timeout_s=120).status is Status.ok
+    assert not any(folder.exists() for folder in left)
+
+
+CGROUP_V1 = Path("/sys/fs/cgroup/memory")
+
+
+@pytest.mark.skipif(
+    not os.access(CGROUP_V1, os.W_OK),
+    reason="makes the host run out of memory for real in a cgroup: needs cgroup v1 writable",
+)
+def test_a_worker_the_oom_killer_ends_is_the_host_out_of_memory(db_url):
+    """A memory cgroup of 1.5 GiB for the command; the trial's 4 GB batch makes the kernel's
+    OOM killer end the worker (it was stored as crashed, unnamed)."""
+    group = CGROUP_V1 / f"advisor-test-{os.getpid()}"
+    group.mkdir()
+    try:
+        (group / "memory.limit_in_bytes").write_text(str(1536 * 2**20))
+        run = subprocess.run(
+            [ADVISOR, "run", "model=tiny_mlp", "device=cpu", "batch_size=4000000",
+             f"db_url={db_url}", "--json"],
+            preexec_fn=lambda: (group / "tasks").write_text(str(os.getpid())),
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        kills = (group / "memory.oom_control").read_text()
+    finally:
+        group.rmdir()
+    assert "oom_kill 1" in kills
+    assert run.returncode == 0, run.stderr  # an out-of-memory is a measurement
+    trial = json.loads(run.stdout)
+    assert trial["status"] == "oom"
+    assert trial["failure"]["message"].startswith("the host ran out of memory: the kernel's")
