@@ -1,7 +1,7 @@
 """Tables for README.md from what device.sh brought back (raw/sweep and raw/repeat), through
 the command line only: `advisor history --json` on the copied databases.
 
-    python3 analyze.py raw/sweep raw/repeat > summary.txt
+    python3 analyze.py raw/sweep-* raw/repeat-* > summary.txt
 """
 
 import json
@@ -33,6 +33,9 @@ def setting(r: dict) -> str:
 
 def sweep(folder: Path) -> None:
     print(f"== {folder}: advisor sweep model=resnet50 (cold)")
+    if not (folder / "advisor.sqlite").exists():
+        print("no databases came back: the device's time ran out during the sweep")
+        return
     print((folder / "sweep.time").read_text().strip())
     text = (folder / "sweep.json").read_text()
     if not text:
@@ -71,11 +74,13 @@ def sweep(folder: Path) -> None:
         )
 
 
-def repeat(folder: Path) -> None:
-    print(f"\n== {folder}: 5 specs x 3, interleaved")
+def repeat(folders: list[Path]) -> None:
+    """The runs of several machines (each device call starts a fresh one) side by side."""
+    print(f"\n== {', '.join(map(str, folders))}: 5 specs, interleaved rounds")
     groups: dict[str, list[dict]] = {}
-    for r in history(folder):
-        groups.setdefault(setting(r), []).append(r)
+    for folder in folders:
+        for r in history(folder):
+            groups.setdefault(setting(r), []).append(r)
     print(
         f"{'setting':58} {'rates/s':>26} {'spread':>7} {'steady peak reserved GiB':>26} "
         f"{'spread':>7}"
@@ -92,9 +97,10 @@ def repeat(folder: Path) -> None:
 
 
 if __name__ == "__main__":
-    for arg in sys.argv[1:]:
-        folder = Path(arg)
+    folders = [Path(arg) for arg in sys.argv[1:]]
+    for folder in folders:
         if (folder / "sweep.json").exists():
             sweep(folder)
-        else:
-            repeat(folder)
+    repeats = [folder for folder in folders if not (folder / "sweep.json").exists()]
+    if repeats:
+        repeat(repeats)
