@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -27,7 +28,7 @@ from advisor.recommendation import DISAGREE, Against, Recommendation, against, d
 from advisor.recommendation import recommend as recommend_from
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
-from advisor.space import space_of
+from advisor.space import Space, space_of
 from advisor.spec import Device, TrialSpec
 from advisor.store.store import Store, Sweep, study_url
 from advisor.target import target_of, trial_cap
@@ -158,16 +159,12 @@ class SweepEvents:
     phase: Callable[[int, str], None] = lambda slot, phase: None  # building, compiling, ...
 
 
-def sweep(
-    workload: WorkloadLike = None,
-    *,
-    overrides: Sequence[str] = (),
-    events: SweepEvents | None = None,
-    **settings: Any,
-) -> SweepOutcome:
-    """Search the settings for the fastest that fits the target, measuring each for real;
-    first the settings given (the baseline). Running it again resumes."""
-    events = events or SweepEvents()
+def plan(
+    workload: WorkloadLike = None, overrides: Sequence[str] = (), **settings: Any
+) -> tuple[DictConfig, TrialSpec, Target, int | None, Space, list[str | None]]:
+    """What a sweep of these settings would search, with every setting checked, and nothing
+    stored or measured: its config, the baseline (under the trials' cap), the target, that cap,
+    the space and the workers' devices. Raises ConfigError or WorkloadError, one line each."""
     given = [*overrides, *as_overrides(settings)]
     cfg = configure(workload, given)
     base = trial_spec(cfg)
@@ -179,7 +176,20 @@ def sweep(
         base = dataclasses.replace(base, memory_cap_bytes=cap)
     named = [*given, *([_workload_override(workload)] if workload else [])]
     space = space_of(cfg, named, base, target.memory_bytes)
-    slots = worker_slots(str(cfg.workers), base.device)
+    return cfg, base, target, cap, space, worker_slots(str(cfg.workers), base.device)
+
+
+def sweep(
+    workload: WorkloadLike = None,
+    *,
+    overrides: Sequence[str] = (),
+    events: SweepEvents | None = None,
+    **settings: Any,
+) -> SweepOutcome:
+    """Search the settings for the fastest that fits the target, measuring each for real;
+    first the settings given (the baseline). Running it again resumes."""
+    events = events or SweepEvents()
+    cfg, base, target, cap, space, slots = plan(workload, overrides, **settings)
     device_name, torch_version = local_device(base.device)
     key = study.sweep_key(space, target, device_name, torch_version)
     optuna_study = study.open_study(cfg.study_db_url or study_url(), key)  # before any row
@@ -326,6 +336,9 @@ def worker_slots(workers: str, device: Device) -> list[str | None]:
     if workers != "auto" and not (workers.isdigit() and int(workers) >= 1):
         raise ConfigError(f"workers must be auto or a whole number of at least 1, got {workers!r}")
     if device is Device.cpu:
+        cores = os.cpu_count() or 1
+        if workers != "auto" and int(workers) > cores:
+            raise ConfigError(f"workers={workers} on the CPU: at most its {cores} cores")
         return [None] * (1 if workers == "auto" else int(workers))
     visible = gpus.visible_gpus()
     if workers != "auto" and int(workers) > max(1, len(visible)):

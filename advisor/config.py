@@ -108,12 +108,22 @@ ConfigStore.instance().store(name="schema", node=Config)
 
 def load(overrides: list[str]) -> DictConfig:
     """Compose conf/config.yaml with Hydra overrides such as ['model=gpt2', 'batch_size=8']."""
+    for override in overrides:  # a builder's argument may go (~model.module.weights); no setting
+        if override.startswith("~") and not override.startswith(("~model.", "~optimizer.")):
+            key = override[1:].partition("=")[0]
+            raise ConfigError(f"{override}: {key} cannot be removed; set it instead ({key}=...)")
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             cfg = compose(config_name="config", overrides=overrides)
         OmegaConf.resolve(cfg)
-    except (HydraException, OmegaConfBaseException) as error:
+        OmegaConf.to_container(cfg, throw_on_missing=True)  # a setting deleted (~batch_size)
+    # (Hydra raises ValueError or TypeError for a config group given a number or a list)
+    except (HydraException, OmegaConfBaseException, ValueError, TypeError) as error:
         raise ConfigError(_one_line(error)) from None
+    for group in ("model", "optimizer", "gpu"):  # each one of its configs (not model=[])
+        if not isinstance(cfg.get(group), DictConfig) and not (group == "model" and cfg.workload):
+            options = ", ".join(sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml")))
+            raise ConfigError(f"{group}= names one of its configs: choose one of {options}")
     _own_model_named(cfg, overrides)
     _check_ranges(cfg)
     return cfg
@@ -131,7 +141,7 @@ def _check_ranges(cfg: DictConfig) -> None:
     counts |= {f"space.batch_sizes[{i}]": b for i, b in enumerate(cfg.space.batch_sizes or [])}
     counts |= {f"space.grad_accum[{i}]": a for i, a in enumerate(cfg.space.grad_accum)}
     for name, value in counts.items():
-        if not 1 <= value <= MAX_BATCH:
+        if not isinstance(value, int) or not 1 <= value <= MAX_BATCH:  # ([[]] passes the schema)
             raise ConfigError(f"{name} must be a whole number from 1 to {MAX_BATCH}, got {value}")
     for name in ("trials", "patience"):
         if cfg[name] < 1:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import platform
 import re
@@ -112,13 +113,18 @@ _UNITS = {
 
 
 def parse_bytes(value: int | float | str) -> int:
-    """24GiB, 40 GB, 1.5e9 or 123 as bytes; ValueError for anything else."""
-    if isinstance(value, int | float):
-        return int(value)
-    match = re.fullmatch(r"\s*([\d.]+(?:e\d+)?)\s*([a-zA-Z]*)\s*", value)
-    if not match or match.group(2).lower() not in _UNITS:
+    """24GiB, 40 GB, 1.5e9 or 123 as bytes (a positive, finite size); ValueError for anything
+    else."""
+    number: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str):
+        match = re.fullmatch(r"\s*([\d.]+(?:e\d+)?)\s*([a-zA-Z]*)\s*", value)
+        if match and match.group(2).lower() in _UNITS and match.group(1).count(".") <= 1:
+            number = float(match.group(1)) * _UNITS[match.group(2).lower()]
+    if number is None or not (math.isfinite(number) and 1 <= number <= 2**60):
         raise ValueError(f"{value!r} is not a size; write it like 24GiB, 40GB or 25769803776")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    return int(number)
 
 
 def _text(value: str | bytes) -> str:

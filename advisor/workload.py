@@ -125,6 +125,11 @@ def load(source: str, arguments: Mapping[str, Any] | None = None) -> Workload:
         raise WorkloadError(
             f"{source} returned {type(workload).__name__}; it must return an advisor.Workload"
         )
+    block = workload.block
+    if not (block is None or isinstance(block, str | type)):
+        raise WorkloadError(
+            f"{source}: block={block!r}; give the class of the module to checkpoint, or its name"
+        )
     return workload
 
 
@@ -173,6 +178,10 @@ def _check_on_meta(workload: Workload) -> None:
             model = workload.model()
     except Exception:
         return
+    if not isinstance(model, torch.nn.Module):  # (a builder's node without its _target_)
+        raise WorkloadError(
+            f"{workload.name}: model() returned {type(model).__name__}, not a torch.nn.Module"
+        )
     block = workload.block_name
     if block and not any(type(m).__name__ == block for m in model.modules()):
         raise WorkloadError(
@@ -232,7 +241,7 @@ def resolve(source: str) -> Callable[..., Any]:
     if module is None:
         try:
             module = importlib.import_module(module_name)
-        except ImportError as error:
+        except (ImportError, ValueError, TypeError) as error:  # (the last two: a name like .x)
             raise WorkloadError(
                 f"cannot import {module_name} for {source}: {_error_line(error)}"
             ) from None
@@ -285,16 +294,19 @@ def _source_files(source: str, arguments: Any) -> set[Path]:
     for target in [source, *_targets(arguments)]:
         module_name = target.rpartition(":")[0] or target.rpartition(".")[0]
         if module_name.endswith(".py"):
-            files.add(Path(module_name).resolve())
+            path = Path(module_name).resolve()
+            if not path.is_file():
+                raise WorkloadError(f"{target}: there is no file {path}")
+            files.add(path)
         elif module_name.split(".")[0] not in MODEL_LIBRARIES:
             try:
                 module = sys.modules.get(module_name) or importlib.import_module(module_name)
-            except ImportError as error:
+            except (ImportError, ValueError, TypeError) as error:
                 raise WorkloadError(
                     f"cannot import {module_name} for {target}: {_error_line(error)}"
                 ) from None
-            if module.__file__ is not None:
-                files.add(Path(module.__file__))
+            if file := getattr(module, "__file__", None):  # (a built-in module has none)
+                files.add(Path(file))
     return files
 
 

@@ -29,7 +29,7 @@ def test_equal_settings_hash_equal_and_round_trip():
         "optimizer=adamw_fused",
         "compile=true",
         "expandable_segments=true",
-        "memory_cap=1000000",
+        "memory_cap=2000000",
         "model.seq_len=512",
         "+model.config.n_layer=6",
     ],
