@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from advisor.config import MeasureConfig, load, trial_spec
@@ -25,9 +27,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+# The store and sweep tests run against PostgreSQL as well as SQLite where this names a server
+# (.ci/run starts one): postgresql://USER@HOST:PORT/postgres, a database each test may create.
+POSTGRES_VARIABLE = "ADVISOR_TEST_POSTGRES_URL"
+BOTH_BACKENDS = ("test_store", "test_search", "test_sweep_cli", "test_database_faults")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = metafunc.module.__name__.rpartition(".")[2]
+    if (
+        "db_url" in metafunc.fixturenames
+        and module in BOTH_BACKENDS
+        and os.environ.get(POSTGRES_VARIABLE)
+    ):
+        metafunc.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
+
+
 @pytest.fixture
-def db_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'results.sqlite'}"
+def db_url(request, tmp_path):
+    """A new, empty results database: a SQLite file, or a PostgreSQL database of its own."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        yield f"sqlite:///{tmp_path / 'results.sqlite'}"
+        return
+    import uuid
+
+    import psycopg
+
+    admin = os.environ[POSTGRES_VARIABLE]
+    name = f"advisor_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {name}")
+    yield admin.rsplit("/", 1)[0] + f"/{name}"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 @pytest.fixture

@@ -29,8 +29,10 @@ def engine_for(url: str) -> Engine:
     transactions that SQLAlchemy begins itself (pysqlite's own leave DDL outside them, so two
     processes creating one database raced: "table alembic_version already exists")."""
     parsed = make_url(url)
+    if parsed.drivername == "postgresql":  # psycopg 3 (advisor[postgres]), not psycopg2
+        parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url)
+        return create_engine(parsed)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})

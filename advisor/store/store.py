@@ -59,6 +59,11 @@ class Store:
         try:
             self.engine = schema.engine_for(self.url)
             schema.upgrade(self.engine)
+        except ImportError as error:  # the URL's driver is not installed
+            raise StoreError(
+                f"the results database {self.url} needs a driver that is not installed "
+                f"({error}): pip install 'advisor[postgres]' for PostgreSQL"
+            ) from None
         except (SQLAlchemyError, ArgumentError, OSError) as error:
             raise schema.why_unusable(self.url, error) from None
         self._session = sessionmaker(self.engine, expire_on_commit=False)
