@@ -200,7 +200,7 @@ def estimate_command(overrides: Overrides = None, as_json: JsonFlag = False) -> 
 
 
 HISTORY_FILTERS = ("model", "status", "hash", "limit", "db_url")
-MAX_LIMIT = 2**31  # rows; SQLite's LIMIT takes at most a 64-bit integer
+MAX_LIMIT = 2**31  # rows: more than any database here holds, well inside SQL's 64-bit LIMIT
 
 
 @app.command()

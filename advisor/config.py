@@ -116,7 +116,7 @@ def load(overrides: list[str]) -> DictConfig:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             cfg = compose(config_name="config", overrides=overrides)
         OmegaConf.resolve(cfg)
-        OmegaConf.to_container(cfg, throw_on_missing=True)  # a setting deleted (~batch_size)
+        OmegaConf.to_container(cfg, throw_on_missing=True)  # a setting left unset (batch_size=???)
     # (Hydra raises ValueError or TypeError for a config group given a number or a list)
     except (HydraException, OmegaConfBaseException, ValueError, TypeError) as error:
         raise ConfigError(_one_line(error)) from None

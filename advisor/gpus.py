@@ -119,8 +119,8 @@ def parse_bytes(value: int | float | str) -> int:
     if isinstance(value, int | float) and not isinstance(value, bool):
         number = value
     elif isinstance(value, str):
-        match = re.fullmatch(r"\s*([\d.]+(?:e\d+)?)\s*([a-zA-Z]*)\s*", value)
-        if match and match.group(2).lower() in _UNITS and match.group(1).count(".") <= 1:
+        match = re.fullmatch(r"\s*(\d+(?:\.\d*)?(?:e\d+)?|\.\d+)\s*([a-zA-Z]*)\s*", value)
+        if match and match.group(2).lower() in _UNITS:
             number = float(match.group(1)) * _UNITS[match.group(2).lower()]
     if number is None or not (math.isfinite(number) and 1 <= number <= 2**60):
         raise ValueError(f"{value!r} is not a size; write it like 24GiB, 40GB or 25769803776")

@@ -38,7 +38,7 @@ from advisor.spec import Precision, TrialSpec
 STDERR_TAIL_CHARS = 3000  # how much of a crashed worker's output a result keeps
 
 
-# each trial's folder (its request, result, phase and output), under the runner's pid
+# each trial's folder (its request, result, phase and output), named by the runner's pid
 TRIALS_DIR = Path(tempfile.gettempdir()) / f"advisor-trials-{os.getuid()}"
 POLL_S = 0.25  # how often the runner looks at the worker's phase and for a cancel
 
@@ -70,7 +70,7 @@ def run_trial(
     started = time.perf_counter()
     _remove_leftovers()
     kills_before = oom_killer.kills()
-    TRIALS_DIR.mkdir(parents=True, exist_ok=True)
+    _own_trials_dir()
     with tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=TRIALS_DIR) as tmp:
         result_path, phase_path = Path(tmp) / "result.json", Path(tmp) / "phase"
         (Path(tmp) / "request.json").write_text(json.dumps(request))
@@ -98,7 +98,7 @@ def run_trial(
         if timed_out:
             message = f"killed after {timeout_s:g} s\n{_tail(output)}"
             return _failed(spec, Status.timeout, message, wall_s)
-        if worker.returncode == -signal.SIGKILL and _more(oom_killer.kills(), kills_before):
+        if worker.returncode == -signal.SIGKILL and _count_rose(oom_killer.kills(), kills_before):
             message = (
                 "the host ran out of memory: the kernel's out-of-memory killer ended the worker "
                 f"(SIGKILL)\n{_tail(output)}"
@@ -154,8 +154,16 @@ def _wait(
             return True
 
 
-def _more(now: int | None, before: int | None) -> bool:
+def _count_rose(now: int | None, before: int | None) -> bool:
     return now is not None and before is not None and now > before
+
+
+def _own_trials_dir() -> None:
+    """TRIALS_DIR, this user's alone: in a shared /tmp another user could make it first and
+    swap a trial's result."""
+    TRIALS_DIR.mkdir(mode=0o700, exist_ok=True)
+    if TRIALS_DIR.stat().st_uid != os.getuid():
+        raise RuntimeError(f"{TRIALS_DIR} belongs to another user; remove it or set TMPDIR")
 
 
 def _remove_leftovers() -> None:
@@ -169,11 +177,11 @@ def _remove_leftovers() -> None:
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # PermissionError: alive, another user's
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's
-        return True
+    except PermissionError:
+        pass
     return True
 
 

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from advisor.config import MeasureConfig, load, trial_spec
 from advisor.spec import TrialSpec
@@ -44,20 +47,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def db_url(request, tmp_path):
+def db_url(request, tmp_path) -> Iterator[str]:
     """A new, empty results database: a SQLite file, or a PostgreSQL database of its own."""
     if getattr(request, "param", "sqlite") == "sqlite":
         yield f"sqlite:///{tmp_path / 'results.sqlite'}"
         return
-    import uuid
-
-    import psycopg
+    import psycopg  # (only where a server is named: the dev extra brings it)
 
     admin = os.environ[POSTGRES_VARIABLE]
     name = f"advisor_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(admin, autocommit=True) as connection:
         connection.execute(f"CREATE DATABASE {name}")
-    yield admin.rsplit("/", 1)[0] + f"/{name}"
+    yield make_url(admin).set(database=name).render_as_string(hide_password=False)
     with psycopg.connect(admin, autocommit=True) as connection:
         connection.execute(f"DROP DATABASE {name} WITH (FORCE)")
 

@@ -4,6 +4,7 @@ database takes it. Real SQLite files, real locks, the real console script."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import subprocess
 import sys
@@ -101,7 +102,7 @@ def test_a_database_of_a_newer_advisor_is_refused_untouched(db_url):
 
 
 def test_processes_creating_one_database_at_once_all_open_it(tmp_path):
-    """Once 2 of 6 tries failed: 'table environments already exists'."""
+    """Once 2 of 6 tries failed: 'table environments already exists' (or alembic_version)."""
     url = f"sqlite:///{tmp_path / 'new.sqlite'}"
     code = f"from advisor.store.store import Store; Store({url!r}).check_writable()"
     openers = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE)
@@ -149,3 +150,20 @@ def test_a_write_that_fails_once_is_tried_again(writer, monkeypatch):
     threading.Timer(0.5, other.release).start()  # the other writer finishes meanwhile
     results.add(a_result())
     assert spool.pending(url) == [] and len(Store(url).trials()) == 1
+
+
+def test_a_damaged_spool_file_is_set_aside_and_the_rest_is_stored(db_url, caplog):
+    stored = Store(db_url).add(a_result())
+    later = dataclasses.replace(stored, id=None, created_at="2026-12-01T12:00:00+00:00")
+    spool.save(db_url, later, None)
+    damaged = spool.folder(db_url) / "0-damaged.json"
+    damaged.write_text("{not json")
+    assert Store(db_url).unspooled == 1 and len(Store(db_url).trials()) == 2
+    assert damaged.with_suffix(".bad").exists() and "cannot be stored" in caplog.text
+
+
+def test_one_database_has_one_spool_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert spool.folder("sqlite:///results.sqlite") == spool.folder(
+        f"sqlite:///{tmp_path / 'results.sqlite'}"
+    )

@@ -27,7 +27,8 @@ _SCHEMA_LOCK = 0x61647669  # "advi"
 def engine_for(url: str) -> Engine:
     """An engine for the URL. SQLite: WAL (readers never block the writer), foreign keys, and
     transactions that SQLAlchemy begins itself (pysqlite's own leave DDL outside them, so two
-    processes creating one database raced: "table alembic_version already exists")."""
+    processes creating one database raced: "table alembic_version already exists", or
+    "table environments already exists")."""
     parsed = make_url(url)
     if parsed.drivername == "postgresql":  # psycopg 3 (advisor[postgres]), not psycopg2
         parsed = parsed.set(drivername="postgresql+psycopg")
@@ -106,7 +107,8 @@ def why_unusable(url: str, error: BaseException) -> StoreError:
     said = first_line(error)
     lowered = said.lower()
     if "locked" in lowered or "could not obtain lock" in lowered:
-        what = f"is locked by another writer (waited {BUSY_TIMEOUT_S:g} s)"
+        waited = f" (waited {BUSY_TIMEOUT_S:g} s)" if url.startswith("sqlite") else ""
+        what = f"is locked by another writer{waited}"
         todo = "wait for it to finish, or give another db_url=..."
     elif "not a database" in lowered or "malformed" in lowered:
         what = "is damaged or not a SQLite database"
@@ -116,7 +118,7 @@ def why_unusable(url: str, error: BaseException) -> StoreError:
         todo = "make it writable, or give another db_url=..."
     else:
         what = "cannot be opened"
-        todo = "give a writable one with db_url=... or ADVISOR_DB_URL"
+        todo = "give a writable one with db_url=..."
     return StoreError(f"the results database {url} {what} ({said}): {todo}")
 
 

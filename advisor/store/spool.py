@@ -10,11 +10,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 import platformdirs
+from sqlalchemy.engine import make_url
 
 from advisor.result import (
     Environment,
@@ -26,6 +28,7 @@ from advisor.result import (
 )
 from advisor.spec import TrialSpec, plain
 
+_log = logging.getLogger(__name__)
 SPOOL_VARIABLE = "ADVISOR_SPOOL_DIR"  # where spooled trials wait (tests point it elsewhere)
 
 
@@ -37,9 +40,14 @@ class Spooled:
 
 
 def folder(url: str) -> Path:
-    """The spool of one database."""
+    """The spool of one database, whatever folder the URL was given from (a SQLite path is
+    made absolute)."""
     root = os.environ.get(SPOOL_VARIABLE) or platformdirs.user_data_dir("advisor")
-    return Path(root) / "spool" / hashlib.sha256(url.encode()).hexdigest()[:16]
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        parsed = parsed.set(database=str(Path(parsed.database).resolve()))
+    key = parsed.render_as_string(hide_password=False)
+    return Path(root) / "spool" / hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def save(url: str, result: TrialResult, sweep_id: int | None) -> Path:
@@ -62,9 +70,24 @@ def pending(url: str) -> list[Spooled]:
         return []
     found = []
     for path in sorted(where.glob("*.json")):
-        record = json.loads(path.read_text())
-        found.append(Spooled(path, _result(record), record["sweep_id"]))
+        try:
+            record = json.loads(path.read_text())
+            found.append(Spooled(path, _result(record), record["sweep_id"]))
+        except (ValueError, KeyError, TypeError) as error:  # damaged, or not advisor's
+            set_aside(path, f"{type(error).__name__}: {error}")
     return found
+
+
+def set_aside(path: Path, why: str) -> None:
+    """A spooled trial that cannot be stored: renamed to .bad, with why beside it, and logged
+    once (a warning reaches stderr); the rest of the spool does not wait on it."""
+    path.rename(path.with_suffix(".bad"))
+    path.with_suffix(".why").write_text(why + "\n")
+    _log.warning(
+        "advisor: a spooled trial cannot be stored (%s); set aside as %s",
+        why,
+        path.with_suffix(".bad"),
+    )
 
 
 def _record(result: TrialResult, sweep_id: int | None) -> dict[str, Any]:

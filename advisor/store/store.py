@@ -13,7 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from advisor.errors import StoreError
@@ -57,13 +57,14 @@ class Store:
     def __init__(self, url: str | None = None) -> None:
         self.url = url or default_url()
         try:
-            self.engine = schema.engine_for(self.url)
+            try:
+                self.engine = schema.engine_for(self.url)
+            except ImportError as error:  # the URL's driver is not installed
+                raise StoreError(
+                    f"the results database {self.url} needs a driver that is not installed "
+                    f"({error}): pip install 'advisor[postgres]' for PostgreSQL"
+                ) from None
             schema.upgrade(self.engine)
-        except ImportError as error:  # the URL's driver is not installed
-            raise StoreError(
-                f"the results database {self.url} needs a driver that is not installed "
-                f"({error}): pip install 'advisor[postgres]' for PostgreSQL"
-            ) from None
         except (SQLAlchemyError, ArgumentError, OSError) as error:
             raise schema.why_unusable(self.url, error) from None
         self._session = sessionmaker(self.engine, expire_on_commit=False)
@@ -92,18 +93,19 @@ class Store:
         says where."""
         now = datetime.datetime.now(datetime.UTC)
         result = dataclasses.replace(result, created_at=result.created_at or now.isoformat())
-        for wait_s in (*WRITE_WAITS_S, None):
+        for wait_s in WRITE_WAITS_S:
             try:
                 return self._insert(result, sweep_id)
-            except SQLAlchemyError as error:
-                if wait_s is None:
-                    kept = spool.save(self.url, result, sweep_id)
-                    raise StoreError(
-                        f"{schema.why_unusable(self.url, error)}; the trial is kept in {kept} "
-                        "and stored the next time advisor opens this database"
-                    ) from None
+            except OperationalError:  # locked, busy, gone: worth another try
                 time.sleep(wait_s)
-        raise AssertionError("unreachable")
+        try:
+            return self._insert(result, sweep_id)
+        except OperationalError as error:
+            kept = spool.save(self.url, result, sweep_id)
+            raise StoreError(
+                f"{schema.why_unusable(self.url, error)}; the trial is kept in {kept} "
+                "and stored the next time advisor opens this database"
+            ) from None
 
     def _insert(self, result: TrialResult, sweep_id: int | None) -> TrialResult:
         assert result.created_at is not None
@@ -129,8 +131,11 @@ class Store:
                 if not self._stored_already(kept.result):
                     self._insert(kept.result, kept.sweep_id)
                     stored += 1
-            except SQLAlchemyError:
-                break
+            except OperationalError:
+                break  # the database still refuses writes: they all wait
+            except SQLAlchemyError as error:  # this one never will be (its sweep is gone, say)
+                spool.set_aside(kept.path, schema.first_line(error))
+                continue
             kept.path.unlink()
         return stored
 

@@ -98,11 +98,10 @@ def make(revision: str) -> Path:
             "device": "cuda", "batch_size": batch, "grad_accum": 1, "precision": "bf16",
             "checkpointing": "none", "optimizer": "adamw", "channels_last": 0, "compile": 0,
             "expandable_segments": 0, "memory_cap_bytes": None, "status": status,
-            "wall_s": 20.0 + i, "environment_id": 1, **figures,
+            "wall_s": 20.0 + i, "environment_id": 1, "fingerprint": "fedcba9876543210",
+            **figures,
         }  # fmt: skip
-        if "fingerprint" in columns:
-            row["fingerprint"] = "fedcba9876543210"
-        row = {k: v for k, v in row.items() if k in columns}
+        row = {k: v for k, v in row.items() if k in columns}  # what the schema has
         names = ", ".join(row)
         db.execute(f"INSERT INTO trials ({names}) VALUES ({', '.join('?' * len(row))})",
                    list(row.values()))  # fmt: skip
