@@ -295,7 +295,7 @@ class _Answer:
             made[setting.hash] = made.get(setting.hash, 0) + 1
             spec = dataclasses.replace(setting, memory_cap_bytes=self.cap)
             self.events.measuring(0, spec)
-            again = self.backend.measure(spec)  # stored, linked to the sweep
+            again = self.backend.measure(spec, repeat=True)  # stored, linked as a repeat
             if not (again.status is Status.ok and target.fits(again)):
                 self.excluded.add(setting.hash)  # it does not run (or fit) again: the next best
 

@@ -51,7 +51,11 @@ class WorkerBackend:
         self._cancel = threading.Event()
 
     def measure(
-        self, spec: TrialSpec, slot: int = 0, beat_samples_per_s: float | None = None
+        self,
+        spec: TrialSpec,
+        slot: int = 0,
+        beat_samples_per_s: float | None = None,
+        repeat: bool = False,  # the answer measured again (stored as such)
     ) -> TrialResult:
         self.store.check_writable()  # before the GPU time, not after
         result = run_trial(
@@ -64,7 +68,7 @@ class WorkerBackend:
             compile_cache=self.compile_cache,
             cancel=self._cancel,
         )
-        return self.store.add(result, self.sweep_id)
+        return self.store.add(result, self.sweep_id, repeat)
 
     def measured_before(self, spec: TrialSpec) -> TrialResult | None:
         return self.store.measured_before(spec, self.device_name, self.torch_version)

@@ -53,6 +53,8 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
         linked = connection.exec_driver_sql("select count(*) from sweep_trials").scalar()
         distinct = connection.exec_driver_sql("select count(distinct spec_hash) from trials")
         assert distinct.scalar() == 4  # the search's 4; the rest measure them again
+        searched = connection.exec_driver_sql("select count(*) from sweep_trials where not repeat")
+        assert searched.scalar() == 4  # ... and are linked as repeats of the answer
     assert measured >= 4 + len(repeats) - 1
     assert linked == measured  # every trial linked to its sweep
 

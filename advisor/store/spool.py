@@ -37,6 +37,7 @@ class Spooled:
     path: Path
     result: TrialResult  # with created_at: when it was measured
     sweep_id: int | None  # the sweep it is to be linked to
+    repeat: bool  # ... as a repeat of its answer
 
 
 def folder(url: str) -> Path:
@@ -50,11 +51,11 @@ def folder(url: str) -> Path:
     return Path(root) / "spool" / hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def save(url: str, result: TrialResult, sweep_id: int | None) -> Path:
+def save(url: str, result: TrialResult, sweep_id: int | None, repeat: bool = False) -> Path:
     """Keep a result for later; written whole or not at all (a temp file, then a rename)."""
     where = folder(url)
     where.mkdir(parents=True, exist_ok=True)
-    record = _record(result, sweep_id)
+    record = {**_record(result, sweep_id), "repeat": repeat}
     name = f"{record['created_at'].replace(':', '')}-{record['spec_hash']}.json"
     path = where / name
     partial = path.with_suffix(".part")
@@ -72,7 +73,9 @@ def pending(url: str) -> list[Spooled]:
     for path in sorted(where.glob("*.json")):
         try:
             record = json.loads(path.read_text())
-            found.append(Spooled(path, _result(record), record["sweep_id"]))
+            found.append(
+                Spooled(path, _result(record), record["sweep_id"], record.get("repeat", False))
+            )
         except (ValueError, KeyError, TypeError) as error:  # damaged, or not advisor's
             set_aside(path, f"{type(error).__name__}: {error}")
     return found

@@ -85,29 +85,34 @@ class Store:
             return None
         return Path(parsed.database).resolve().parent / "compile-cache"
 
-    def add(self, result: TrialResult, sweep_id: int | None = None) -> TrialResult:
+    def add(
+        self, result: TrialResult, sweep_id: int | None = None, repeat: bool = False
+    ) -> TrialResult:
         """Store one trial with its environment, and its link to the sweep that measured it,
         in one transaction: all of it, or nothing (a sweep killed in between would otherwise
-        have a trial it does not know it measured). A write that fails is tried again; if it
+        have a trial it does not know it measured); `repeat`: the sweep measured its answer
+        again, not a spec of its search. A write that fails is tried again; if it
         still fails, the result goes to the spool (stored on the next open) and StoreError
         says where."""
         now = datetime.datetime.now(datetime.UTC)
         result = dataclasses.replace(result, created_at=result.created_at or now.isoformat())
         for wait_s in WRITE_WAITS_S:
             try:
-                return self._insert(result, sweep_id)
+                return self._insert(result, sweep_id, repeat)
             except OperationalError:  # locked, busy, gone: worth another try
                 time.sleep(wait_s)
         try:
-            return self._insert(result, sweep_id)
+            return self._insert(result, sweep_id, repeat)
         except OperationalError as error:
-            kept = spool.save(self.url, result, sweep_id)
+            kept = spool.save(self.url, result, sweep_id, repeat)
             raise StoreError(
                 f"{schema.why_unusable(self.url, error)}; the trial is kept in {kept} "
                 "and stored the next time advisor opens this database"
             ) from None
 
-    def _insert(self, result: TrialResult, sweep_id: int | None) -> TrialResult:
+    def _insert(
+        self, result: TrialResult, sweep_id: int | None, repeat: bool = False
+    ) -> TrialResult:
         assert result.created_at is not None
         created = datetime.datetime.fromisoformat(result.created_at)
         with self._session.begin() as session:
@@ -118,7 +123,7 @@ class Store:
             session.flush()
             trial_id = row.id
             if sweep_id is not None:
-                _link(session, sweep_id, trial_id, reused=False)
+                _link(session, sweep_id, trial_id, reused=False, repeat=repeat)
         return dataclasses.replace(result, id=trial_id)
 
     def _store_spooled(self) -> int:
@@ -129,7 +134,7 @@ class Store:
         for kept in spool.pending(self.url):
             try:
                 if not self._stored_already(kept.result):
-                    self._insert(kept.result, kept.sweep_id)
+                    self._insert(kept.result, kept.sweep_id, kept.repeat)
                     stored += 1
             except OperationalError:
                 break  # the database still refuses writes: they all wait
@@ -253,13 +258,18 @@ def _sweep(row: SweepRow) -> Sweep:
     )
 
 
-def _link(session: Session, sweep_id: int, trial_id: int, reused: bool) -> None:
+def _link(
+    session: Session, sweep_id: int, trial_id: int, reused: bool, repeat: bool = False
+) -> None:
     if session.get(SweepTrialRow, (sweep_id, trial_id)) is not None:
         return
     position = session.scalar(select(func.count()).where(SweepTrialRow.sweep_id == sweep_id))
     session.add(
-        SweepTrialRow(sweep_id=sweep_id, trial_id=trial_id, position=position or 0, reused=reused)
-    )
+        SweepTrialRow(
+            sweep_id=sweep_id, trial_id=trial_id, position=position or 0, reused=reused,
+            repeat=repeat,
+        )
+    )  # fmt: skip
 
 
 def _environment_row(session: Session, env: Environment) -> EnvironmentRow:

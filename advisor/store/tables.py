@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 
-from sqlalchemy import BigInteger, DateTime, Float, ForeignKey, Index, String, Text
+from sqlalchemy import BigInteger, DateTime, Float, ForeignKey, Index, String, Text, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -123,3 +123,5 @@ class SweepTrialRow(Base):
     trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"), primary_key=True)
     position: Mapped[int]  # the order in which the sweep used it
     reused: Mapped[bool]
+    # measured again for the answer (the answer is measured twice at least), not for the search
+    repeat: Mapped[bool] = mapped_column(server_default=false())
