@@ -106,12 +106,23 @@ class Config:
 ConfigStore.instance().store(name="schema", node=Config)
 
 
+GROUPS = ("model", "optimizer", "gpu")  # config groups: a value names a file in conf/GROUP
+
+
+def options(group: str) -> list[str]:
+    """The configs of a group, by name (conf/model/*.yaml: resnet50, gpt2, ...)."""
+    return sorted(path.stem for path in (CONF_DIR / group).glob("*.yaml"))
+
+
 def load(overrides: list[str]) -> DictConfig:
     """Compose conf/config.yaml with Hydra overrides such as ['model=gpt2', 'batch_size=8']."""
     for override in overrides:  # a builder's argument may go (~model.module.weights); no setting
         if override.startswith("~") and not override.startswith(("~model.", "~optimizer.")):
             key = override[1:].partition("=")[0]
             raise ConfigError(f"{override}: {key} cannot be removed; set it instead ({key}=...)")
+        key, _, value = override.partition("=")
+        if key in GROUPS and value not in options(key):  # (Hydra's own words name no group)
+            raise ConfigError(f"unknown {key} '{value}'; choose one of: {', '.join(options(key))}")
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             cfg = compose(config_name="config", overrides=overrides)
@@ -120,10 +131,9 @@ def load(overrides: list[str]) -> DictConfig:
     # (Hydra raises ValueError or TypeError for a config group given a number or a list)
     except (HydraException, OmegaConfBaseException, ValueError, TypeError) as error:
         raise ConfigError(_one_line(error)) from None
-    for group in ("model", "optimizer", "gpu"):  # each one of its configs (not model=[])
+    for group in GROUPS:  # each one of its configs (not deleted by a workload's defaults)
         if not isinstance(cfg.get(group), DictConfig) and not (group == "model" and cfg.workload):
-            options = ", ".join(sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml")))
-            raise ConfigError(f"{group}= names one of its configs: choose one of {options}")
+            raise ConfigError(f"{group}= names one of: {', '.join(options(group))}")
     _own_model_named(cfg, overrides)
     _check_ranges(cfg)
     return cfg
@@ -253,8 +263,7 @@ def _one_line(error: Exception) -> str:
     missing = re.search(r"Could not find '([^/']+)/([^']*)'", first)
     if missing:  # an unknown choice in a config group: list the options
         group, given = missing.groups()
-        options = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
-        return f"unknown {group} '{given}'; choose one of: {', '.join(options)}"
+        return f"unknown {group} '{given}'; choose one of: {', '.join(options(group))}"
     key = getattr(cause, "full_key", None)
     if not key:
         return first
@@ -275,8 +284,9 @@ def _optimizer_spec(node: dict[str, Any]) -> OptimizerSpec:
 def bundled_optimizer(name: str) -> OptimizerSpec | None:
     """The optimizer of this name in conf/optimizer, or None: how a stored trial's optimizer
     is rebuilt (its stored builder is data, never instantiated)."""
-    known = {path.stem: path for path in (CONF_DIR / "optimizer").glob("*.yaml")}
-    return _optimizer_spec(_node(OmegaConf.load(known[name]))) if name in known else None
+    if name not in options("optimizer"):
+        return None
+    return _optimizer_spec(_node(OmegaConf.load(CONF_DIR / "optimizer" / f"{name}.yaml")))
 
 
 def implementations(algorithm: str) -> list[str]:
