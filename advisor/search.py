@@ -1,25 +1,18 @@
 """The sweep: an Optuna study (ask/tell) over training settings, cheap by construction.
 
 Objective: throughput (samples/s). Constraint: the device peak (reserved + context) within the
-target's memory less a margin, given to Optuna with `trial.set_constraint`; an OOM is a complete,
-infeasible trial, so the sampler learns where the wall is. Before any GPU time is spent on a spec:
-- a spec measured before in this environment is reused;
-- a batch at or above one that did not fit (same other knobs) is infeasible without running;
-- a setting that crashed at one batch is not run at another;
-- a family's fitted memory line (memory_model) that clearly puts a spec over budget skips it;
-- without a line yet, so does the fake-tensor estimate (advisor estimate), by a wider margin,
-  for an eager spec (the estimate runs the eager model: compiled, memory is often far less).
-Before the sampler's own trials come designed ones (design.py), and after a spec fits, the same
-family at the largest batch predicted to fit (by the estimate calibrated on what was measured,
-else the line; with neither, the next batch up) is queued next: throughput usually grows with
-batch (and when the climb overshoots, the largest batch below predicted to fit). The nuisance
-axes, expandable segments and checkpointing, change what fits, not what is fastest: they keep
-the base's value and enter only where memory binds, on a spec that did not fit (see
-Sweeper._rescue); accumulation is an axis only with a fixed effective batch (space.py). After
-the designed trials, a main-effects model of the throughput of the settings measured
-(throughput_model) names the setting left it predicts fastest, which is measured next at the
-largest batch predicted to fit; the sweep stops when none is predicted 2% faster than the best,
-or after `patience` measured specs without a faster one.
+target less a margin, via `trial.set_constraint`; an OOM is a complete, infeasible trial. Before
+any GPU time is spent, a spec is settled without running where it can be: measured before in
+this environment (reused); at or above a batch that did not fit; a setting that crashed; or
+clearly over budget by its family's memory line, else by the fake-tensor estimate (compiled:
+times the compiled/eager ratio measured). Designed trials come first (design.py); after a spec
+fits, its setting climbs to the largest batch predicted to fit (and back down on an overshoot).
+The nuisance axes (expandable segments, checkpointing) change what fits, not what is fastest:
+they enter only where memory binds (Sweeper._rescue); accumulation is an axis only with a fixed
+effective batch. Then a main-effects model over the settings measured (throughput_model) names
+the one left it predicts fastest. The sweep stops when none is predicted 2% faster than the
+best, after `patience` specs without a faster one, or when no trial would end before the
+answer is due (`minutes`).
 
 Several workers (one per GPU) take specs from the one study, one at a time each; every decision
 is made under one lock, and a spec being measured is reserved, so none is measured twice.
@@ -28,6 +21,7 @@ is made under one lock, and a spec being measured is reserved, so none is measur
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -249,11 +243,10 @@ class Sweeper:
             if self.progress.measured >= trials:
                 return f"measured {trials} specs (trials={trials})"
             if minutes is not None and self._past_due(60 * minutes):
-                reason = (
+                return self._unless_busy(
                     f"the answer is due at {minutes:g} minutes (minutes={minutes:g}): a trial "
                     "started now would end after it, with the answer's repeat still to run"
                 )
-                return None if self._in_flight else reason
             while self._rescues:
                 spec = self._rescues.pop(0)
                 step = self._settle_cheaply(spec)
@@ -269,21 +262,19 @@ class Sweeper:
                 return None  # what is measured decides what the design tries next
             if self.progress.best is not None and self._design.done and not waiting:
                 if self.progress.since_better >= patience:
-                    reason = f"{patience} measured specs without a faster one that fits (patience)"
-                    return None if self._in_flight else reason
+                    return self._unless_busy(
+                        f"{patience} measured specs without a faster one that fits (patience)"
+                    )
                 promising = self._most_promising()
                 if promising is False:
-                    reason = (
+                    return self._unless_busy(
                         f"no setting left is predicted to be {PROMISING:.0%} faster than the best "
                         "(a main-effects model of the throughput measured)"
                     )
-                    return None if self._in_flight else reason
                 if isinstance(promising, dict):  # measure it next
                     self.study.enqueue_trial(promising, skip_if_exists=True)
             if self._idle >= MAX_IDLE_ASKS or self._points_settled() >= self.space.size():
-                return (
-                    None if self._in_flight else "every spec of the space was measured or ruled out"
-                )
+                return self._unless_busy("every spec of the space was measured or ruled out")
             trial = self.study.ask(self.space.distributions)
             spec = self.space.spec(trial.params)
             if spec.hash in self._in_flight:  # another worker is measuring it
@@ -297,18 +288,17 @@ class Sweeper:
             self._tell(_Job(spec, trial), step)
 
     def _past_due(self, deadline_s: float) -> bool:
-        """Whether a trial started now is expected to end past the deadline, the answer's repeat
-        measurement included: a trial as long as this sweep's median so far, the repeat as long
-        as the best's own measurement (compiled, it is the longest; its repeat finds the
-        compile cache warm)."""
-        walls = sorted(
-            step.result.wall_s
-            for step in self.progress.steps
-            if step.how == "measured" and step.result is not None
-        )
-        typical = walls[len(walls) // 2] if walls else 0.0
+        """Whether a trial started now is expected to end past the deadline with the answer's
+        repeat still to run: the trial as long as this sweep's median so far, the repeat, on
+        purpose an upper bound, as long as the best's own first measurement."""
+        walls = [s.result.wall_s for s in self.progress.steps if s.how == "measured" and s.result]
+        typical = statistics.median_high(walls) if walls else 0.0
         repeat = self.progress.best.wall_s if self.progress.best is not None else 0.0
         return self.progress.elapsed_s + typical + repeat >= deadline_s
+
+    def _unless_busy(self, reason: str) -> str | None:
+        """The reason to stop, or None (wait) while another worker still measures."""
+        return None if self._in_flight else reason
 
     def _points_settled(self) -> int:
         """Points of the space settled or being measured (retries and a baseline outside the
@@ -405,14 +395,11 @@ class Sweeper:
         return step
 
     def _most_promising(self) -> dict[str, Choice] | bool:
-        """The setting not yet tried that the main-effects model predicts fastest, if that is
-        clearly faster than the best, at the largest batch predicted to fit. The model is over
-        settings (every axis but the batch), each at its fastest fitting batch once its climb
-        has ended: a setting measured only at a small batch would read as a slow one, and
-        interactions (channels_last x precision) confound a batch effect (on the H200 a model
-        with one read tf32 + compile at b2048 as clearly fastest; it did not even fit).
-        True: none predicted so, but some cannot be predicted (a value no climbed setting had,
-        or no model yet); False: nothing left may be clearly faster."""
+        """The untried setting the main-effects model predicts clearly faster than the best,
+        at the largest batch predicted to fit. The model is over settings (all axes but the
+        batch), each at its climb's end: at a small batch a setting reads slow, and with the
+        batch an axis, interactions confounded it (on the H200 it rated tf32 + compile at
+        b2048 fastest; it did not fit). True: none, but some cannot be predicted; False: none."""
         best = self.progress.best
         by_batch = "batch_size" in self.space.axes
         model = throughput_model.fit(list(self._setting_rates(by_batch).values()))
