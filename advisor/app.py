@@ -24,7 +24,14 @@ from advisor.errors import ConfigError, WorkloadError
 from advisor.estimator import Estimate, Estimator
 from advisor.estimator import estimate as estimate_spec
 from advisor.memory_model import Target
-from advisor.recommendation import DISAGREE, Against, Recommendation, against, disagreement
+from advisor.recommendation import (
+    DISAGREE,
+    Against,
+    Recommendation,
+    against,
+    disagreement,
+    typical,
+)
 from advisor.recommendation import recommend as recommend_from
 from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
@@ -123,7 +130,8 @@ class SweepOutcome:
     device_name: str
     stop_reason: str
     # the settings given (or the defaults), measured first: what the recommendation is held
-    # against. None when judged not to fit without running.
+    # against, by the measurement recommendations count (its median, where measured again).
+    # None when judged not to fit without running.
     baseline: TrialResult | None
     recommendation: Recommendation
     # the recommended setting's newest measurement (under the target's cap, where there is one)
@@ -239,7 +247,7 @@ def sweep(
         target=target,
         device_name=device_name,
         stop_reason=reason,
-        baseline=baseline.result,
+        baseline=baseline.result and typical(baseline.result, results, target),
         recommendation=rec,
         confirmation=answer.repeats[0] if answer.repeats else None,
         repeats=answer.repeats,

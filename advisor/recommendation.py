@@ -88,6 +88,15 @@ def pareto_front(results: Sequence[TrialResult]) -> list[TrialResult]:
     return front
 
 
+def typical(measured: TrialResult, results: Sequence[TrialResult], target: Target) -> TrialResult:
+    """The measurement of `measured`'s setting that recommendations count (the median, see
+    _one_per_setting), among it and `results`: a setting measured again is shown by the figure
+    the runners-up table shows, not by its first."""
+    same = {r.id: r for r in results if r.spec.uncapped.hash == measured.spec.uncapped.hash}
+    same.setdefault(measured.id, measured)
+    return _one_per_setting(list(same.values()), target)[0]
+
+
 def _one_per_setting(results: Sequence[TrialResult], target: Target) -> list[TrialResult]:
     """One trial of each setting, whatever cap it ran under. Among its trials that fit the
     target (a setting over it uncapped can fit under the target's cap, where the allocator
