@@ -7,10 +7,12 @@ arguments (batch_size=8, precision="bf16", gpu={"memory": "24GiB"}), or both.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -37,6 +39,8 @@ from advisor.result import Status, TrialResult
 from advisor.runner import run_trial
 from advisor.space import Space, space_of
 from advisor.spec import Device, TrialSpec
+from advisor.steps import Step, SweepProgress
+from advisor.store.sharing import Others, SharedSweep
 from advisor.store.store import Store, Sweep, study_url
 from advisor.target import target_of, trial_cap
 from advisor.workload import Workload
@@ -162,7 +166,7 @@ class SweepEvents:
     """What a sweep tells as it goes (the command line shows it; Python callers may listen)."""
 
     started: Callable[[int, str, int, int], None] = lambda sweep_id, what, resumed, workers: None
-    step: Callable[[search.SweepProgress, search.Step], None] = lambda progress, step: None
+    step: Callable[[SweepProgress, Step], None] = lambda progress, step: None
     measuring: Callable[[int, TrialSpec], None] = lambda slot, spec: None  # worker slot's spec
     phase: Callable[[int, str], None] = lambda slot, phase: None  # building, compiling, ...
 
@@ -220,43 +224,46 @@ def sweep(
         len(slots),
     )
     history = store.trials(model=base.model.name)
-    sweeper = search.Sweeper(
-        space,
-        target,
-        backend,
-        optuna_study,
-        on_step=events.step,
-        on_result=lambda result, reused: store.link(sweep_id, result.id or 0, reused),
-        estimate=Estimator(history),
-        on_measuring=events.measuring,
-    )
-    sweeper.resume(earlier)
-    sweeper.warm_start(
-        [r for r in history if r.environment and r.environment.device_name == device_name]
-    )
-    baseline = sweeper.first(base)
-    reason = sweeper.run(cfg.trials, cfg.minutes, cfg.patience, workers=len(slots))
-    elapsed_s = sweeper.progress.elapsed_s
-    # recommended from the space asked for (the baseline may lie outside it)
-    results = [r for r in sweeper.results.values() if space.params(r.spec) is not None]
-    answer = _Answer(store, backend, events, cap, device_name, torch_version)
-    rec, results = answer.settle(results, target, space.effective_batch_size)
-    store.finish_sweep(sweep_id, reason)
-    return SweepOutcome(
-        sweep_id=sweep_id,
-        target=target,
-        device_name=device_name,
-        stop_reason=reason,
-        baseline=baseline.result and typical(baseline.result, results, target),
-        recommendation=rec,
-        confirmation=answer.repeats[0] if answer.repeats else None,
-        repeats=answer.repeats,
-        results=results,
-        largest_batches=dict(sweeper.largest_batches),
-        elapsed_s=elapsed_s,
-        time_to_answer_s=_time_to(1 - NEAR, sweeper.progress, rec.best),
-        workers=len(slots),
-    )
+    # the same command running elsewhere (another GPU, another host) joins this sweep
+    with contextlib.closing(SharedSweep(store, sweep_id)) as others:
+        sweeper = search.Sweeper(
+            space,
+            target,
+            backend,
+            optuna_study,
+            on_step=events.step,
+            on_result=lambda result, reused: store.link(sweep_id, result.id or 0, reused),
+            estimate=Estimator(history),
+            on_measuring=events.measuring,
+            others=others,
+        )
+        sweeper.resume(earlier)
+        sweeper.warm_start(
+            [r for r in history if r.environment and r.environment.device_name == device_name]
+        )
+        baseline = sweeper.first(base)
+        reason = sweeper.run(cfg.trials, cfg.minutes, cfg.patience, workers=len(slots))
+        elapsed_s = sweeper.progress.elapsed_s
+        # recommended from the space asked for (the baseline may lie outside it)
+        results = [r for r in sweeper.results.values() if space.params(r.spec) is not None]
+        answer = _Answer(store, backend, events, cap, device_name, torch_version, others)
+        rec, results = answer.settle(results, target, space.effective_batch_size)
+        store.finish_sweep(sweep_id, reason)
+        return SweepOutcome(
+            sweep_id=sweep_id,
+            target=target,
+            device_name=device_name,
+            stop_reason=reason,
+            baseline=baseline.result and typical(baseline.result, results, target),
+            recommendation=rec,
+            confirmation=answer.repeats[0] if answer.repeats else None,
+            repeats=answer.repeats,
+            results=results,
+            largest_batches=dict(sweeper.largest_batches),
+            elapsed_s=elapsed_s,
+            time_to_answer_s=_time_to(1 - NEAR, sweeper.progress, rec.best),
+            workers=len(slots),
+        )
 
 
 class _Answer:
@@ -272,8 +279,9 @@ class _Answer:
         cap: int | None,
         device_name: str,
         torch_version: str,
+        others: Others,
     ) -> None:
-        self.store, self.backend, self.events = store, backend, events
+        self.store, self.backend, self.events, self.others = store, backend, events, others
         self.cap, self.device_name, self.torch_version = cap, device_name, torch_version
         self.repeats: list[TrialResult] = []  # the answer's measurements, newest first
         self.excluded: set[str] = set()  # settings that failed their repeat (uncapped hash)
@@ -300,10 +308,18 @@ class _Answer:
             if (len(known) >= 2 and capped and not disagree) or made.get(setting.hash, 0) >= 2:
                 self.repeats = known
                 return rec, results
+            claim = f"answer-{setting.hash}"
+            if not self.others.take(claim):  # another process of the sweep measures it again
+                while claim in self.others.busy():
+                    time.sleep(search.POLL_S)
+                continue  # and its measurement counts here too
             made[setting.hash] = made.get(setting.hash, 0) + 1
             spec = dataclasses.replace(setting, memory_cap_bytes=self.cap)
             self.events.measuring(0, spec)
-            again = self.backend.measure(spec, repeat=True)  # stored, linked as a repeat
+            try:
+                again = self.backend.measure(spec, repeat=True)  # stored, linked as a repeat
+            finally:
+                self.others.drop(claim)
             if not (again.status is Status.ok and target.fits(again)):
                 self.excluded.add(setting.hash)  # it does not run (or fit) again: the next best
 
@@ -322,9 +338,7 @@ class _Answer:
         )  # fmt: skip
 
 
-def _time_to(
-    share: float, progress: search.SweepProgress, best: TrialResult | None
-) -> float | None:
+def _time_to(share: float, progress: SweepProgress, best: TrialResult | None) -> float | None:
     """Seconds from the search's start until the recommended setting, or a fitting one
     measured at `share` of its rate or more, was first measured."""
     if best is None:

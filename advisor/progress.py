@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from advisor import report
-from advisor.search import Step, SweepProgress
 from advisor.spec import TrialSpec
+from advisor.steps import Step, SweepProgress
 
 
 def _clock(seconds: float) -> str:

@@ -13,8 +13,8 @@ from advisor.estimator import Calibration, Estimate
 from advisor.memory_model import Target
 from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.result import Category, Memory, Status, Throughput, TimingStop, TrialResult
-from advisor.search import Step, SweepProgress
 from advisor.spec import TrialSpec
+from advisor.steps import Step, SweepProgress
 
 # The categories of a breakdown, in the order they are stacked, with their colours.
 COLOURS = {

@@ -8,14 +8,15 @@ clearly over budget by its family's memory line, else by the fake-tensor estimat
 times the compiled/eager ratio measured). Designed trials come first (design.py); after a spec
 fits, its setting climbs to the largest batch predicted to fit (and back down on an overshoot).
 The nuisance axes (expandable segments, checkpointing) change what fits, not what is fastest:
-they enter only where memory binds (Sweeper._rescue); accumulation is an axis only with a fixed
+they enter only where memory binds (_rescue); accumulation is an axis only with a fixed
 effective batch. Then a main-effects model over the settings measured (throughput_model) names
 the one left it predicts fastest. The sweep stops when none is predicted 2% faster than the
 best, after `patience` specs without a faster one, or when no trial would end before the
 answer is due (`minutes`).
 
-Several workers (one per GPU) take specs from the one study, one at a time each; every decision
-is made under one lock, and a spec being measured is reserved, so none is measured twice.
+Several workers (one per GPU) take specs from the one study, one at a time each, every decision
+under one lock; a spec being measured is reserved, from other processes of the sweep too
+(`Others`), whose results are taken in before each decision: none is measured twice.
 """
 
 from __future__ import annotations
@@ -37,40 +38,14 @@ from advisor.memory_model import Target, family_key
 from advisor.result import Status, TrialResult
 from advisor.space import Choice, Space, as_int
 from advisor.spec import Checkpointing, TrialSpec
+from advisor.steps import Step, SweepProgress
+from advisor.store.sharing import Alone, Others
 
 CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
 NEAR_MISS = 0.10  # over the budget by at most this: expandable segments may make it fit
 PROMISING = 0.02  # keep measuring while a point left is predicted this much faster than the best
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
-
-
-@dataclasses.dataclass(frozen=True)
-class Step:
-    """One spec the sweep considered and how it was settled."""
-
-    spec: TrialSpec
-    how: str  # measured | history | oom-monotone | memory-model | estimate | crash-family | repeat
-    result: TrialResult | None  # None when judged infeasible without running
-    feasible: bool
-    reason: str = ""
-    at_s: float = 0.0  # when it was settled, in seconds since the sweep's start
-
-
-@dataclasses.dataclass
-class SweepProgress:
-    """What the sweep has done so far; passed to the progress callback after each step."""
-
-    steps: list[Step] = dataclasses.field(default_factory=list)
-    measured: int = 0  # specs measured or being measured
-    started: float = dataclasses.field(default_factory=time.perf_counter)
-    best: TrialResult | None = None
-    since_better: int = 0  # measured specs since the best last improved
-    # when the best last improved, in seconds since the start (the time to the answer)
-    best_at_s: float | None = None
-
-    @property
-    def elapsed_s(self) -> float:
-        return time.perf_counter() - self.started
+POLL_S = 2.0  # how often a worker waiting on other processes looks again
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,14 +67,17 @@ class Sweeper:
         on_result: Callable[[TrialResult, bool], None] = lambda result, reused: None,
         estimate: MemoryEstimate | None = None,
         on_measuring: Callable[[int, TrialSpec], None] = lambda slot, spec: None,
+        others: Others | None = None,
     ) -> None:
         self.space, self.target, self.backend, self.study = space, target, backend, study
+        self.others = others or Alone()
         self.on_step, self.on_result, self.on_measuring = on_step, on_result, on_measuring
         self.estimate = estimate
         self.progress = SweepProgress()
         self.results: dict[str, TrialResult] = {}  # by spec hash: what this sweep knows
         self._told: dict[str, Step] = {}
         self._in_flight: dict[str, TrialSpec] = {}  # being measured, by spec hash
+        self._resumed: set[int | None] = set()  # trial ids resume() took back
         self._rescues: list[TrialSpec] = []  # specs outside Optuna's axes to measure next
         self.feasibility = Feasibility(target, estimate, self.results)
         self._design = Design(space, target)
@@ -117,13 +95,16 @@ class Sweeper:
         """Take back what earlier runs of this sweep used (nothing is run again; what they
         measured counts against `trials`), and fail the trial an interruption left open."""
         for result, reused in earlier:
+            self._resumed.add(result.id)
             self._know(result)
-            self._told[result.spec.hash] = Step(
-                result.spec, "history", result, self.target.fits(result), "measured before"
-            )
+            fits = self.target.fits(result)
+            self._told[result.spec.hash] = Step(result.spec, "history", result, fits, "earlier")
             self.progress.measured += not reused
+        busy = self.others.busy()
         for trial in self.study.get_trials(states=(TrialState.RUNNING,)):
-            self.study.tell(trial.number, state=TrialState.FAIL)
+            asked = trial.params.keys() >= self.space.distributions.keys()  # (all its axes)
+            if not (busy and asked and self.space.spec(trial.params).hash in busy):
+                self.study.tell(trial.number, state=TrialState.FAIL)  # no other process's
 
     def warm_start(self, history: list[TrialResult]) -> None:
         """Give Optuna what history measured inside this space, before its first ask."""
@@ -133,22 +114,18 @@ class Sweeper:
             params = self.space.params(result.spec)
             if params is None or result.status not in (Status.ok, Status.oom):
                 continue
-            self.study.add_trial(
-                optuna.trial.create_trial(
-                    params=params,
-                    distributions=self.space.distributions,
-                    value=result.samples_per_s,
-                    system_attrs={f"constraints:{CONSTRAINT}": self._excess(result)},
-                )
-            )
+            self._add_trial(params, result.samples_per_s, self._excess(result))
 
     def first(self, spec: TrialSpec) -> Step:
         """Settle this spec before any other: the user's own settings, which the recommendation
         is held against. Measured now, or taken from what this sweep or history already has;
         inside the space, Optuna is told of it as a trial, unless the study has one there."""
         step = self._settle_cheaply(spec)
+        while step is None and not self._reserve(spec):  # another process measures it
+            time.sleep(POLL_S)
+            self._take_news()
+            step = self._settle_cheaply(spec)
         if step is None:
-            self._reserve(spec)
             self.on_measuring(0, spec)
             step = self._measured(spec, self.backend.measure(spec))
         if step.how == "repeat":  # settled by an earlier run of this sweep
@@ -159,16 +136,18 @@ class Sweeper:
         crashed = step.result is not None and step.result.status not in (Status.ok, Status.oom)
         told = any(t.params == params for t in self.study.trials)
         if params is not None and not crashed and not told:
-            self.study.add_trial(
-                optuna.trial.create_trial(
-                    params=params,
-                    distributions=self.space.distributions,
-                    value=step.result.samples_per_s if step.result is not None else 0.0,
-                    system_attrs={f"constraints:{CONSTRAINT}": self._step_excess(step)},
-                )
-            )
+            value = step.result.samples_per_s if step.result is not None else 0.0
+            self._add_trial(params, value, self._step_excess(step))
         self._record(step)
         return step
+
+    def _add_trial(self, params: dict[str, Choice], value: float, excess: float) -> None:
+        """Tell Optuna of a point settled outside ask and tell (history, the baseline)."""
+        constraints = {f"constraints:{CONSTRAINT}": excess}
+        self.study.add_trial(
+            optuna.trial.create_trial(params=params, distributions=self.space.distributions,
+                                      value=value, system_attrs=constraints)
+        )  # fmt: skip
 
     def run(self, trials: int, minutes: float | None, patience: int, workers: int = 1) -> str:
         """Search until a budget is spent or nothing improves; the reason it stopped. With
@@ -209,7 +188,7 @@ class Sweeper:
             with self._lock:
                 job = self._next_job()
                 while job is None:
-                    self._lock.wait()
+                    self._lock.wait(POLL_S)  # another worker's result, or another process's
                     job = self._next_job()
                 if isinstance(job, str):
                     reasons.append(job)
@@ -225,6 +204,7 @@ class Sweeper:
                 with self._lock:
                     self._failure = self._failure or error
                     self._in_flight.pop(job.spec.hash, None)
+                    self.others.drop(job.spec.hash)
                     if job.trial is not None:
                         self.study.tell(job.trial, state=TrialState.FAIL)
                     self._lock.notify_all()
@@ -237,6 +217,7 @@ class Sweeper:
         """Under the lock: the next spec to measure (reserved), the reason to stop, or None to
         wait for a spec being measured. Specs settled without measuring are told on the way."""
         trials, minutes, patience = self._budget
+        self._take_news()
         while True:
             if self._failure is not None:
                 return "stopped: a worker failed"
@@ -250,10 +231,10 @@ class Sweeper:
             while self._rescues:
                 spec = self._rescues.pop(0)
                 step = self._settle_cheaply(spec)
-                if step is None:
-                    self._reserve(spec)
+                if step is None and self._reserve(spec):
                     return _Job(spec, None)
-                self._tell(_Job(spec, None), step)
+                if step is not None:  # (else another process measures it)
+                    self._tell(_Job(spec, None), step)
             waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
             if not waiting and not self._in_flight:  # what is measured decides what comes next
                 self._queue_designed()
@@ -277,14 +258,13 @@ class Sweeper:
                 return self._unless_busy("every spec of the space was measured or ruled out")
             trial = self.study.ask(self.space.distributions)
             spec = self.space.spec(trial.params)
-            if spec.hash in self._in_flight:  # another worker is measuring it
+            step = None if spec.hash in self._in_flight else self._settle_cheaply(spec)
+            if step is None and spec.hash not in self._in_flight and self._reserve(spec):
+                return _Job(spec, trial)
+            if step is None:  # another worker, or another process, is measuring it
                 self.study.tell(trial, state=TrialState.FAIL)
                 self._idle += 1
                 continue
-            step = self._settle_cheaply(spec)
-            if step is None:
-                self._reserve(spec)
-                return _Job(spec, trial)
             self._tell(_Job(spec, trial), step)
 
     def _past_due(self, deadline_s: float) -> bool:
@@ -297,32 +277,52 @@ class Sweeper:
         return self.progress.elapsed_s + typical + repeat >= deadline_s
 
     def _unless_busy(self, reason: str) -> str | None:
-        """The reason to stop, or None (wait) while another worker still measures."""
-        return None if self._in_flight else reason
+        """The reason to stop, or None (wait) while another worker or process still measures."""
+        return None if self._in_flight or self.others.busy() else reason
 
     def _points_settled(self) -> int:
         """Points of the space settled or being measured (retries and a baseline outside the
         space are no points of their own)."""
         specs = [step.spec for step in self._told.values()] + list(self._in_flight.values())
-        points = {
-            tuple(sorted(params.items(), key=lambda item: item[0]))
-            for spec in specs
-            if (params := self.space.params(spec)) is not None
-        }
-        return len(points)
+        params = (self.space.params(spec) for spec in specs)
+        return len({tuple(sorted(p.items())) for p in params if p is not None})
 
     def _queue_designed(self) -> None:
         tried = {step.spec.hash for step in self._told.values()}
-        points = self._design.next_points(self.progress.best, tried, self.results.values())
-        for point in points:
+        for point in self._design.next_points(self.progress.best, tried, self.results.values()):
             self.study.enqueue_trial(point, skip_if_exists=True)
 
-    def _reserve(self, spec: TrialSpec) -> None:
+    def _reserve(self, spec: TrialSpec) -> bool:
+        """Reserve a spec to measure; False if another process measures it, or just did."""
+        if not self.others.take(spec.hash):
+            return False
+        if self.backend.measured_before(spec) is not None:  # stored as it was being claimed
+            self.others.drop(spec.hash)
+            return False
         self._in_flight[spec.hash] = spec
         self.progress.measured += 1
+        return True
+
+    def _take_news(self) -> None:
+        """Take in what other processes of this sweep measured (or reused) since last asked;
+        one settled here from history as the other stored it counts as theirs, measured."""
+        for result, reused in self.others.news():
+            spec, told = result.spec, self._told.get(result.spec.hash)
+            if result.id in self._resumed or spec.hash in self._in_flight:
+                continue  # counted by resume(), or this process's own, being told
+            if told is not None and told.how in ("measured", "elsewhere"):
+                continue
+            self.progress.since_better += not reused
+            self._know(result)
+            if not reused:
+                self.progress.measured += 1
+                self._told[spec.hash] = Step(spec, "elsewhere", result, self.target.fits(result))
+                self._record(self._told[spec.hash])
+            self._idle = 0
 
     def _measured(self, spec: TrialSpec, result: TrialResult) -> Step:
         self._in_flight.pop(spec.hash, None)
+        self.others.drop(spec.hash)
         self.progress.since_better += 1
         self._know(result)
         step = Step(spec, "measured", result, self.target.fits(result))

@@ -7,17 +7,19 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import time
 from pathlib import Path
 
 import optuna
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 
 from advisor.errors import ConfigError
 from advisor.memory_model import Target
 from advisor.space import Space
 
 STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
+CREATE_WAITS_S = (0.5, 2.0)  # a study storage that failed to open is tried again after these
 
 
 def sweep_key(space: Space, target: Target, device_name: str, torch_version: str) -> str:
@@ -47,6 +49,17 @@ def open_study(url: str, key: str, seed: int = 0) -> optuna.Study:
         ) from None
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    for wait_s in CREATE_WAITS_S:
+        try:
+            return _create(url, key, seed)
+        except (IntegrityError, OperationalError):
+            # another process creating the same storage at once (Optuna's own tables and
+            # version row race, as advisor's did): the second try finds them made
+            time.sleep(wait_s)
+    return _create(url, key, seed)
+
+
+def _create(url: str, key: str, seed: int) -> optuna.Study:
     return optuna.create_study(
         storage=url,
         study_name=key,

@@ -33,7 +33,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # The store and sweep tests run against PostgreSQL as well as SQLite where this names a server
 # (.ci/run starts one): postgresql://USER@HOST:PORT/postgres, a database each test may create.
 POSTGRES_VARIABLE = "ADVISOR_TEST_POSTGRES_URL"
-BOTH_BACKENDS = ("test_store", "test_search", "test_sweep_cli", "test_database_faults")
+BOTH_BACKENDS = (
+    "test_store", "test_search", "test_sweep_cli", "test_database_faults", "test_shared_sweep",
+)  # fmt: skip
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from advisor.errors import StoreError
@@ -200,20 +200,32 @@ class Store:
         return None
 
     def open_sweep(self, sweep: Sweep) -> Sweep:
-        """The stored sweep with this key (to resume it), or this one, stored anew."""
-        with self._session.begin() as session:
-            row = session.scalar(select(SweepRow).where(SweepRow.key == sweep.key))
-            if row is None:
-                values = {k: v for k, v in dataclasses.asdict(sweep).items() if k != "id"}
-                row = SweepRow(**{**values, "created_at": datetime.datetime.now(datetime.UTC)})
-                session.add(row)
-                session.flush()
-            return _sweep(row)
+        """The stored sweep with this key (to resume it, or to join it where another process
+        runs it), or this one, stored anew."""
+        query = select(SweepRow).where(SweepRow.key == sweep.key)
+        try:
+            with self._session.begin() as session:
+                row = session.scalar(query)
+                if row is None:
+                    values = {k: v for k, v in dataclasses.asdict(sweep).items() if k != "id"}
+                    now = datetime.datetime.now(datetime.UTC)
+                    row = SweepRow(**{**values, "created_at": now})
+                    session.add(row)
+                    session.flush()
+                return _sweep(row)
+        except IntegrityError:  # another process stored it first: join that one
+            with self._session() as session:
+                row = session.scalar(query)
+                assert row is not None
+                return _sweep(row)
 
     def link(self, sweep_id: int, trial_id: int, reused: bool) -> None:
         """Record that a sweep used a trial (once; using it again changes nothing)."""
-        with self._session.begin() as session:
-            _link(session, sweep_id, trial_id, reused)
+        try:
+            with self._session.begin() as session:
+                _link(session, sweep_id, trial_id, reused)
+        except IntegrityError:  # another process of the sweep linked it first
+            pass
 
     def sweep_trials(self, sweep_id: int) -> list[tuple[TrialResult, bool]]:
         """The trials a sweep used, in order, each with whether it was reused from history."""

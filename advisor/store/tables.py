@@ -125,3 +125,15 @@ class SweepTrialRow(Base):
     reused: Mapped[bool]
     # measured again for the answer (the answer is measured twice at least), not for the search
     repeat: Mapped[bool] = mapped_column(server_default=false())
+
+
+class SweepClaimRow(Base):
+    """A spec a process is measuring for a sweep (or its answer's repeat), so that no other
+    process that runs the same sweep measures it too; kept alive by its owner's heartbeat."""
+
+    __tablename__ = "sweep_claims"
+
+    sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)  # a spec hash, or answer-...
+    owner: Mapped[str] = mapped_column(String(200))  # host:pid:token
+    heartbeat_at: Mapped[datetime.datetime] = mapped_column(DateTime(timezone=True))

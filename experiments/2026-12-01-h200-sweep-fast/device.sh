@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 13 on one H200, through the command line only. From the repository root:
 #   bash experiments/2026-12-01-h200-sweep-fast/device.sh sweep OUT   # the main command, cold
+#     (SWEEP_ARGS="model=gpt2 gpu.memory=40GiB": that sweep instead of resnet50's)
 #   bash experiments/2026-12-01-h200-sweep-fast/device.sh repeat OUT  # gpu tests, 5 specs x 3
 # Each part works in a fresh folder (a cold compile cache beside a new database) and copies
 # the databases into OUT with sqlite3's backup API.
@@ -26,7 +27,7 @@ sweep)
   start=$SECONDS
   # 480 s: the issue's bound, 8 minutes; what is left of the machine's 10 minutes goes to the
   # gpu tests (the measuring code changed)
-  timeout 480 python3 -m advisor sweep model=resnet50 db_url=$db study_db_url=$study \
+  timeout 480 python3 -m advisor sweep ${SWEEP_ARGS:-model=resnet50} db_url=$db study_db_url=$study \
     plot=$out/sweep.png --json > "$out/sweep.json" 2> "$out/sweep.err"
   echo "rc=$? wall_s=$((SECONDS - start))" | tee "$out/sweep.time"
   left=$((${UNTIL_S:-560} - SECONDS))

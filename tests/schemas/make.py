@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 from advisor.store.schema import MIGRATIONS  # noqa: E402
 
-REVISIONS = ("0001", "0002", "0003", "0004")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005")
 MODEL_NODE = {  # a spec's model as schemas 0001 and 0002 stored it
     "block": "Bottleneck",
     "builder": '{"_target_":"torchvision.models.resnet50"}',
@@ -113,7 +113,8 @@ def make(revision: str) -> Path:
             ("a" * 32,),
         )
         for i in range(1, len(TRIALS) + 1):
-            db.execute("INSERT INTO sweep_trials VALUES (1, ?, ?, 0)", (i, i - 1))
+            db.execute("INSERT INTO sweep_trials (sweep_id, trial_id, position, reused) "
+                       "VALUES (1, ?, ?, 0)", (i, i - 1))  # fmt: skip
     db.commit()
     db.execute("VACUUM")
     db.close()

@@ -1,0 +1,159 @@
+"""One sweep run by several processes at once: the same command started again while it runs, on
+this host (another GPU) or on others sharing one database. Each spec a process measures is
+claimed first in the results database, so no other measures it too, and each process reads what
+the others stored before it decides what to measure next. A claim lives while its owner's
+heartbeat does; one whose owner died (its heartbeat stopped, or, on this host, its process is
+gone) is taken over."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import secrets
+import socket
+import threading
+from typing import Protocol
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import sessionmaker
+
+from advisor.result import TrialResult
+from advisor.store import schema
+from advisor.store.store import Store
+from advisor.store.tables import SweepClaimRow
+
+HEARTBEAT_S = 10.0  # how often a process says its claims are alive
+STALE_S = 60.0  # a claim whose heartbeat is older than this was left by a process that died
+
+
+class Others(Protocol):
+    """Other processes running this sweep, as the search sees them."""
+
+    def take(self, key: str) -> bool: ...  # claim a spec's hash; False: another measures it
+    def drop(self, key: str) -> None: ...
+    def busy(self) -> set[str]: ...  # what the others are measuring now
+    def news(self) -> list[tuple[TrialResult, bool]]: ...  # stored since asked, (result, reused)
+
+
+class Alone:
+    """No other process runs this sweep."""
+
+    def take(self, key: str) -> bool:
+        return True
+
+    def drop(self, key: str) -> None:
+        pass
+
+    def busy(self) -> set[str]:
+        return set()
+
+    def news(self) -> list[tuple[TrialResult, bool]]:
+        return []
+
+
+class SharedSweep:
+    """Others, through the results database."""
+
+    def __init__(self, store: Store, sweep_id: int) -> None:
+        self.store, self.sweep_id = store, sweep_id
+        self.host = socket.gethostname()
+        self.owner = f"{self.host}:{os.getpid()}:{secrets.token_hex(4)}"
+        # SQLite: IMMEDIATE, so that reading a claim and writing one are one step
+        engine = store.engine.execution_options(begin="IMMEDIATE")
+        self._session = sessionmaker(engine, expire_on_commit=False)
+        self._seen: set[int] = set()  # trial ids already handed out by news()
+        self._stop = threading.Event()
+        self._heart = threading.Thread(target=self._beat, daemon=True)
+        self._heart.start()
+
+    def take(self, key: str) -> bool:
+        """Claim a key (a spec's hash) for this process; False while another process that is
+        alive holds it."""
+        now = _now()
+        try:
+            with self._session.begin() as session:
+                row = session.get(SweepClaimRow, (self.sweep_id, key))
+                if row is not None and row.owner != self.owner and self._alive(row, now):
+                    return False
+                if row is not None:
+                    session.delete(row)
+                    session.flush()
+                session.add(SweepClaimRow(sweep_id=self.sweep_id, key=key, owner=self.owner,
+                                          heartbeat_at=now))  # fmt: skip
+        except IntegrityError:  # another process claimed it between the read and the write
+            return False
+        except OperationalError as error:
+            raise schema.why_unusable(self.store.url, error) from None
+        return True
+
+    def drop(self, key: str) -> None:
+        with self._session.begin() as session:
+            session.execute(
+                delete(SweepClaimRow).where(
+                    SweepClaimRow.sweep_id == self.sweep_id,
+                    SweepClaimRow.key == key,
+                    SweepClaimRow.owner == self.owner,
+                )
+            )
+
+    def busy(self) -> set[str]:
+        """The keys that live other processes hold."""
+        now = _now()
+        query = select(SweepClaimRow).where(SweepClaimRow.sweep_id == self.sweep_id)
+        with self._session() as session:
+            rows = session.scalars(query).all()
+        return {r.key for r in rows if r.owner != self.owner and self._alive(r, now)}
+
+    def news(self) -> list[tuple[TrialResult, bool]]:
+        """The sweep's trials (each with whether it was reused from history) not handed out
+        before, this process's own included: the caller knows its own."""
+        new = [(r, reused) for r, reused in self.store.sweep_trials(self.sweep_id)
+               if r.id not in self._seen]  # fmt: skip
+        self._seen.update(r.id for r, _ in new if r.id is not None)
+        return new
+
+    def close(self) -> None:
+        """Stop the heartbeat and give up every claim (the process is done with the sweep)."""
+        self._stop.set()
+        self._heart.join()
+        try:
+            with self._session.begin() as session:
+                session.execute(delete(SweepClaimRow).where(SweepClaimRow.owner == self.owner))
+        except OperationalError:
+            pass  # a database gone or locked now: the claims go stale and are taken over
+
+    def _alive(self, row: SweepClaimRow, now: datetime.datetime) -> bool:
+        beat = row.heartbeat_at
+        if beat.tzinfo is None:  # SQLite hands back naive datetimes (stored as UTC)
+            beat = beat.replace(tzinfo=datetime.UTC)
+        if (now - beat).total_seconds() > STALE_S:
+            return False
+        host, pid, _ = row.owner.rsplit(":", 2)
+        return host != self.host or _process_exists(int(pid))
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                with self._session.begin() as session:
+                    session.execute(
+                        update(SweepClaimRow)
+                        .where(SweepClaimRow.owner == self.owner)
+                        .values(heartbeat_at=_now())
+                    )
+            except OperationalError:
+                pass  # locked for now; the next beat tries again, well before STALE_S
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True

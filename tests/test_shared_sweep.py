@@ -1,0 +1,181 @@
+"""One sweep run by several processes at once (the same command on several GPUs or hosts,
+sharing one database): claims keep a spec from being measured twice, and each process takes
+in what the others measured."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import pytest
+from fake_backend import FakeBackend, fake_result
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+from test_cli import ADVISOR
+from test_search import make_sweeper
+from test_sweep_cli import SWEEP
+
+from advisor import search
+from advisor.store import sharing
+from advisor.store.sharing import SharedSweep
+from advisor.store.store import Store, Sweep
+from advisor.store.tables import SweepClaimRow
+
+
+def open_sweep(db_url: str) -> int:
+    sweep = Store(db_url).open_sweep(Sweep("k" * 32, "tiny_mlp", "t", 2**30, 0.05, None))
+    assert sweep.id is not None
+    return sweep.id
+
+
+def plant(db_url: str, sweep_id: int, key: str, owner: str, age_s: float) -> None:
+    """A claim as another process left it."""
+    beat = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=age_s)
+    with Session(Store(db_url).engine) as session, session.begin():
+        session.add(SweepClaimRow(sweep_id=sweep_id, key=key, owner=owner, heartbeat_at=beat))
+
+
+def test_a_claim_is_one_processs_until_it_drops_it(db_url):
+    sweep_id = open_sweep(db_url)
+    a, b = SharedSweep(Store(db_url), sweep_id), SharedSweep(Store(db_url), sweep_id)
+    try:
+        assert a.take("spec-1") and not b.take("spec-1")
+        assert b.busy() == {"spec-1"} and a.busy() == set()  # one's own claims are not busy
+        assert a.take("spec-1")  # taking one's own again is fine
+        a.drop("spec-1")
+        assert b.take("spec-1") and a.busy() == {"spec-1"}
+        b.take("spec-2")
+    finally:
+        a.close()
+        b.close()  # gives up its claims
+    c = SharedSweep(Store(db_url), sweep_id)
+    assert c.busy() == set() and c.take("spec-1") and c.take("spec-2")
+    c.close()
+
+
+def test_a_dead_processs_claim_is_taken_over(db_url):
+    """On this host a claim whose process is gone is taken at once; on another host, once its
+    heartbeat is older than STALE_S. A live one is left alone."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    sweep_id = open_sweep(db_url)
+    host = socket.gethostname()
+    plant(db_url, sweep_id, "here-dead", f"{host}:{gone.pid}:00000000", 1)
+    plant(db_url, sweep_id, "here-alive", f"{host}:{os.getppid()}:00000000", 1)
+    plant(db_url, sweep_id, "there-alive", "another-host:12:00000000", 1)
+    plant(db_url, sweep_id, "there-stale", "another-host:12:00000000", sharing.STALE_S + 5)
+    shared = SharedSweep(Store(db_url), sweep_id)
+    try:
+        assert shared.busy() == {"here-alive", "there-alive"}
+        assert shared.take("here-dead") and shared.take("there-stale")
+        assert not shared.take("here-alive") and not shared.take("there-alive")
+    finally:
+        shared.close()
+
+
+def test_news_hands_out_each_trial_once(db_url):
+    store = Store(db_url)
+    sweep_id = open_sweep(db_url)
+    shared = SharedSweep(store, sweep_id)
+    try:
+        first = store.add(fake_result(make_spec(64)), sweep_id)
+        assert [r.id for r, _ in shared.news()] == [first.id]
+        assert shared.news() == []
+        second = store.add(fake_result(make_spec(128)), sweep_id)
+        assert [r.id for r, _ in shared.news()] == [second.id]
+    finally:
+        shared.close()
+
+
+def make_spec(batch: int):
+    from advisor.config import load, trial_spec
+
+    return trial_spec(load(["model=resnet50", "device=cpu", f"batch_size={batch}"]))
+
+
+class LinkedBackend(FakeBackend):
+    """The fake table, each result stored linked to the sweep (as the worker's are), with a
+    little wall time so that the two processes' trials overlap."""
+
+    def __init__(self, store: Store, sweep_id: int) -> None:
+        super().__init__(store)
+        self.sweep_id = sweep_id
+
+    def measure(self, spec, slot=0, beat_samples_per_s=None):
+        self.calls.append(spec)
+        time.sleep(0.05)
+        return self.store.add(fake_result(spec), self.sweep_id)
+
+
+def test_two_processes_of_one_sweep_measure_no_spec_twice(db_url, study_url, monkeypatch):
+    """Two sweepers, each with its own store, study and claims (as two processes have), run
+    one sweep at once: between them no spec is measured twice, the baseline included, and the
+    budget of trials holds for the two together (give or take the one each may start at
+    once)."""
+    monkeypatch.setattr(search, "POLL_S", 0.05)
+    sweep_id = open_sweep(db_url)
+    runs: list[tuple[LinkedBackend, search.Sweeper, SharedSweep]] = []
+    for _ in range(2):  # (built here: Hydra's loading is not for threads)
+        store = Store(db_url)
+        backend = LinkedBackend(store, sweep_id)
+        sweeper, _ = make_sweeper(store, backend, study_url)
+        sweeper.others = SharedSweep(store, sweep_id)
+        runs.append((backend, sweeper, sweeper.others))
+    failures: list[BaseException] = []
+
+    def one_process(sweeper: search.Sweeper, shared: SharedSweep) -> None:
+        try:
+            sweeper.resume(shared.store.sweep_trials(sweep_id))
+            sweeper.first(sweeper.space.base)
+            sweeper.run(trials=10, minutes=None, patience=100)
+        except BaseException as error:  # the test's thread raises it
+            failures.append(error)
+        finally:
+            shared.close()
+
+    threads = [threading.Thread(target=one_process, args=run[1:]) for run in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not failures, failures
+    measured = [spec.hash for backend, _, _ in runs for spec in backend.calls]
+    assert [h for h, n in Counter(measured).items() if n > 1] == []
+    assert all(backend.calls for backend, _, _ in runs)  # both measured
+    assert len(measured) <= 10 + 1
+    # each knows what the other measured, as if it had measured it
+    for _, sweeper, _ in runs:
+        others = [s for s in sweeper.progress.steps if s.how == "elsewhere"]
+        assert others and all(s.result is not None for s in others)
+
+
+@pytest.mark.slow
+def test_the_same_sweep_started_twice_at_once_joins_one_sweep(db_url, tmp_path):
+    """Two `advisor sweep` processes of one command, started together on fresh databases:
+    one sweep, every trial linked to it, no spec of the search measured twice."""
+    env = {**os.environ, "ADVISOR_DB_URL": db_url,
+           "ADVISOR_STUDY_DB_URL": f"sqlite:///{tmp_path / 'optuna.sqlite'}"}  # fmt: skip
+    args = [ADVISOR, *SWEEP[:4], "trials=6", *SWEEP[5:], "space.optimizers=[adamw,sgd]", "--json"]
+    sweeps = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True) for _ in range(2)]  # fmt: skip
+    outputs = [sweep.communicate(timeout=600) for sweep in sweeps]
+    for sweep, (_, err) in zip(sweeps, outputs, strict=True):
+        assert sweep.returncode == 0, err
+    answers = [json.loads(out) for out, _ in outputs]
+    assert answers[0]["sweep"]["id"] == answers[1]["sweep"]["id"]
+    store = Store(db_url)
+    linked = store.sweep_trials(answers[0]["sweep"]["id"])
+    assert {r.id for r in store.trials()} == {r.id for r, _ in linked}  # nothing lost
+    with store.engine.connect() as db:
+        searched = [h for (h,) in db.execute(text(
+            "SELECT spec_hash FROM sweep_trials JOIN trials ON trials.id = trial_id "
+            "WHERE NOT repeat"))]  # fmt: skip
+    assert [h for h, n in Counter(searched).items() if n > 1] == []
+    assert len(searched) <= 6 + 1
