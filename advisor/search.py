@@ -43,7 +43,6 @@ from advisor.store.sharing import Alone, Others
 
 CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
 NEAR_MISS = 0.10  # over the budget by at most this: expandable segments may make it fit
-PROMISING = 0.02  # keep measuring while a point left is predicted this much faster than the best
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
 POLL_S = 2.0  # how often a worker waiting on other processes looks again
 
@@ -249,8 +248,8 @@ class Sweeper:
                 promising = self._most_promising()
                 if promising is False:
                     return self._unless_busy(
-                        f"no setting left is predicted to be {PROMISING:.0%} faster than the best "
-                        "(a main-effects model of the throughput measured)"
+                        f"no setting left is predicted to be {throughput_model.PROMISING:.0%} "
+                        "faster than the best (a main-effects model of the throughput measured)"
                     )
                 if isinstance(promising, dict):  # measure it next
                     self.study.enqueue_trial(promising, skip_if_exists=True)
@@ -395,33 +394,18 @@ class Sweeper:
         return step
 
     def _most_promising(self) -> dict[str, Choice] | bool:
-        """The untried setting the main-effects model predicts clearly faster than the best,
-        at the largest batch predicted to fit. The model is over settings (all axes but the
-        batch), each at its climb's end: at a small batch a setting reads slow, and with the
-        batch an axis, interactions confounded it (on the H200 it rated tf32 + compile at
-        b2048 fastest; it did not fit). True: none, but some cannot be predicted; False: none."""
+        """The untried setting the main-effects model predicts clearly faster than the best
+        (throughput_model.most_promising); over settings, each at its climb's end."""
         best = self.progress.best
         by_batch = "batch_size" in self.space.axes
-        model = throughput_model.fit(list(self._setting_rates(by_batch).values()))
-        if best is None or model is None:
+        if best is None:
             return True
         tried = {family_key(step.spec) for step in self._told.values()}
         tried |= {family_key(spec) for spec in self._in_flight.values()}
-        at: dict[str, Choice] = {"batch_size": best.spec.batch_size} if by_batch else {}
-        unknown, top, top_rate = False, None, best.samples_per_s * (1 + PROMISING)
-        for setting in self.space.settings():
-            predicted = model.predict(setting)
-            if predicted is not None and predicted <= top_rate:
-                continue  # (the cheap test first: spaces run to thousands of points)
-            if family_key(self.space.spec({**setting, **at})) in tried:
-                continue  # at some batch: the climb has it
-            if predicted is None:
-                unknown = True
-            else:
-                top, top_rate = {**setting, **at}, predicted
-        if top is not None and by_batch:
-            top["batch_size"] = self._batch_for(top)
-        return top if top is not None else unknown
+        rates = list(self._setting_rates(by_batch).values())
+        return throughput_model.most_promising(
+            self.space, rates, best, tried, self._batch_for if by_batch else None
+        )
 
     def _setting_rates(self, by_batch: bool) -> dict[object, tuple[dict[str, Choice], float]]:
         """Each setting's fastest fitting rate, where its climb has ended (by_batch); else each
