@@ -78,6 +78,7 @@ class Sweeper:
         self._in_flight: dict[str, TrialSpec] = {}  # being measured, by spec hash
         self._resumed: set[int | None] = set()  # trial ids resume() took back
         self._rescues: list[TrialSpec] = []  # specs outside Optuna's axes to measure next
+        self._later: list[dict[str, Choice]] = []  # climbs queued once the design is done
         self.feasibility = Feasibility(target, estimate, self.results)
         self._design = Design(space, target)
         self._lock = threading.Condition()
@@ -288,7 +289,10 @@ class Sweeper:
 
     def _queue_designed(self) -> None:
         tried = {step.spec.hash for step in self._told.values()}
-        for point in self._design.next_points(self.progress.best, tried, self.results.values()):
+        points = self._design.next_points(self.progress.best, tried, self.results.values())
+        if self._design.done:
+            points, self._later = points + self._later, []
+        for point in points:
             self.study.enqueue_trial(point, skip_if_exists=True)
 
     def _reserve(self, spec: TrialSpec) -> bool:
@@ -457,10 +461,15 @@ class Sweeper:
         params = self.space.params(candidate)
         if params is None or candidate.hash in self._told or candidate.hash in self._in_flight:
             return False
-        if self.space.spec(params).hash == candidate.hash:
+        if self.space.spec(params).hash != candidate.hash:  # a retry's (a nuisance value)
+            self._rescues.append(candidate)  # outside Optuna's axes
+        elif pick < spec.batch_size and self._design.changing:
+            # a change of the anchor that does not fit climbs down after the combination: on
+            # the H200, resnet50's b1024 of torch's default took the trial that fp16 + compile
+            # (the combination) needed before the answer was due
+            self._later.append(params)
+        else:
             self.study.enqueue_trial(params, skip_if_exists=True)
-        else:  # a retry's setting (a nuisance value): outside Optuna's axes
-            self._rescues.append(candidate)
         return pick < spec.batch_size
 
     def _know(self, result: TrialResult) -> None:
