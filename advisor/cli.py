@@ -107,7 +107,9 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     Space: space.batch_sizes=[...] space.grad_accum=[...] space.precision=[...]
       space.checkpointing=[...] space.optimizers=[...] (default: implementations of optimizer=)
       space.channels_last=[...] space.compile=[...] space.expandable_segments=[...]
-    Running the same command again resumes an interrupted sweep; plot=FILE.png names the plot.
+    Running the same command again resumes an interrupted sweep (or, while it runs elsewhere on
+      the same database, joins it). The plot goes beside a SQLite database (plots/) unless
+      plot=FILE.png names it.
     """
     given = overrides or []
     cfg = app_layer.configure(overrides=given)
@@ -122,8 +124,9 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         outcome = app_layer.sweep(overrides=given, events=events)
     err.print(f"stopped: {outcome.stop_reason}", highlight=False)
     rec = outcome.recommendation
-    plot = Path(cfg.plot or f"advisor-sweep-{outcome.sweep_id}.png")
-    if rec.considered:
+    plot = Path(cfg.plot) if cfg.plot else Store(cfg.db_url).sweep_plot(outcome.sweep_id)
+    if rec.considered and plot is not None:
+        plot.parent.mkdir(parents=True, exist_ok=True)
         plots.save_sweep_png(outcome.results, rec, plot)
     largest = report.largest_batches(outcome.largest_batches)
     if as_json:
@@ -131,7 +134,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
             "sweep": {
                 "id": outcome.sweep_id,
                 "stop_reason": outcome.stop_reason,
-                "plot": str(plot),
+                "plot": str(plot) if plot else None,
                 "elapsed_s": outcome.elapsed_s,
                 "time_to_98_s": outcome.time_to_answer_s,
                 "workers": outcome.workers,
@@ -152,7 +155,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         out.print(report.timing_line(outcome.elapsed_s, outcome.time_to_answer_s, app_layer.NEAR))
         if largest:
             out.print(report.largest_batches_table(largest, outcome.target))
-    if rec.considered:
+    if rec.considered and plot is not None:
         err.print(f"plot of throughput against memory: {plot}", highlight=False)
     if rec.best is None:
         raise typer.Exit(1)

@@ -159,13 +159,22 @@ def test_a_killed_sweep_resumes_without_measuring_anything_twice(db_url, tmp_pat
 
 
 def test_two_workers_on_the_cpu_share_one_sweep(db_url, tmp_path):
+    """... and, with no plot= named, its plot goes beside a SQLite database (none for a
+    database elsewhere), not into the current folder."""
     study = f"study_db_url=sqlite:///{tmp_path / 'optuna.sqlite'}"
-    result = advisor(*SWEEP, "workers=2", study, f"plot={tmp_path / 's.png'}", "--json",
-                     db_url=db_url)  # fmt: skip
+    cwd = tmp_path / "here"
+    cwd.mkdir()
+    result = advisor(*SWEEP, "workers=2", study, "--json", db_url=db_url, cwd=cwd)
     assert result.returncode == 0, result.stderr
     assert "up to 2 trials at a time" in result.stderr
     answer = json.loads(result.stdout)
     assert answer["sweep"]["workers"] == 2 and answer["recommendation"]["status"] == "ok"
+    assert list(cwd.iterdir()) == []
+    if db_url.startswith("sqlite"):
+        plot = tmp_path / "plots" / f"results-sweep-{answer['sweep']['id']}.png"
+        assert answer["sweep"]["plot"] == str(plot) and plot.stat().st_size > 0
+    else:
+        assert answer["sweep"]["plot"] is None
     with create_engine(db_url).connect() as connection:
         hashes = [h for (h,) in connection.exec_driver_sql("select spec_hash from trials")]
     # the search's 4 measurements, shared by both workers, are 4 specs: nothing twice (the rest

@@ -80,10 +80,20 @@ class Store:
     def compile_cache(self) -> Path | None:
         """Where torch.compile's cache lives for these results, shared by every trial: beside a
         SQLite file; None (torch's own default) for a database elsewhere."""
+        file = self._file()
+        return file.parent / "compile-cache" if file else None
+
+    def sweep_plot(self, sweep_id: int) -> Path | None:
+        """Where a sweep's plot goes when none is named: plots/DATABASE-sweep-ID.png beside a
+        SQLite file (never the current folder); None for a database elsewhere."""
+        file = self._file()
+        return file.parent / "plots" / f"{file.stem}-sweep-{sweep_id}.png" if file else None
+
+    def _file(self) -> Path | None:
         parsed = make_url(self.url)
         if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
             return None
-        return Path(parsed.database).resolve().parent / "compile-cache"
+        return Path(parsed.database).resolve()
 
     def add(
         self, result: TrialResult, sweep_id: int | None = None, repeat: bool = False
