@@ -96,20 +96,27 @@ def trial_report(result: TrialResult, device_memory: int | None) -> Group:
         return Group(*lines)
     return Group(
         title,
-        _memory_table(result.memory, device_memory),
+        _memory_table(result.memory, device_memory, on_gpu=result.spec.device.value == "cuda"),
         memory_bar(result.memory, device_memory),
         _throughput_line(result),
     )
 
 
-def _memory_table(memory: Memory, device_memory: int | None) -> Table:
+def _memory_table(memory: Memory, device_memory: int | None, on_gpu: bool) -> Table:
+    """On the CPU, without what only a GPU has (a CUDA context, NVML, allocator retries);
+    each figure's share of the device's memory, where there is one (a CPU sweep's target)."""
     table = Table(title="memory (each category at its own largest)", title_justify="left")
     table.add_column("category")
     table.add_column("size", justify="right")
-    table.add_column("of GPU", justify="right")
+    shares = device_memory is not None
+    if shares:
+        table.add_column("of GPU", justify="right")
+    gpu_only = {Category.context.label, "device peak (reserved + context)", "NVML, this process"}
     for key, label, colour in [*CATEGORIES, OVERHEAD]:
-        value = getattr(memory, key)
-        table.add_row(Text(label, style=colour), gib(value), _share(value, device_memory))
+        if on_gpu or label not in gpu_only:
+            value = getattr(memory, key)
+            share = [_share(value, device_memory)] if shares else []
+            table.add_row(Text(label, style=colour), gib(value), *share)
     table.add_section()
     for label, value in [
         ("peak allocated (whole trial)", memory.peak_allocated_bytes),
@@ -118,11 +125,11 @@ def _memory_table(memory: Memory, device_memory: int | None) -> Table:
         ("device peak (reserved + context)", memory.device_peak_bytes),
         ("NVML, this process", memory.nvml_process_bytes),
     ]:
-        table.add_row(label, gib(value), _share(value, device_memory))
+        if on_gpu or label not in gpu_only:
+            table.add_row(label, gib(value), *([_share(value, device_memory)] if shares else []))
     phase = memory.peak_phase.value if memory.peak_phase else "-"
-    table.caption = (
-        f"steady peak reached in: {phase}; allocator retries: {memory.num_alloc_retries}"
-    )
+    retries = f"; allocator retries: {memory.num_alloc_retries}" if on_gpu else ""
+    table.caption = f"steady peak reached in: {phase}{retries}"
     return table
 
 
@@ -136,8 +143,11 @@ def memory_bar(memory: Memory, device_memory: int | None) -> Text:
     ]
     cells = (cells + [("·", "grey30")] * BAR_WIDTH)[:BAR_WIDTH]
     cells[min(BAR_WIDTH - 1, round(BAR_WIDTH * memory.device_peak_bytes / scale))] = ("|", "bold")
-    against = f"GPU memory {gib(device_memory)}" if device_memory else "CPU: no device limit"
-    return Text.assemble(*cells, f"  | device peak {gib(memory.device_peak_bytes)}; {against}")
+    if device_memory:
+        said = f"device peak {gib(memory.device_peak_bytes)}; GPU memory {gib(device_memory)}"
+    else:
+        said = f"peak {gib(memory.device_peak_bytes)}; CPU: no device limit"
+    return Text.assemble(*cells, f"  | {said}")
 
 
 def _throughput_line(result: TrialResult) -> Text:
@@ -158,10 +168,11 @@ def _throughput_line(result: TrialResult) -> Text:
         line.append("\ntiming cut short: it could not beat the sweep's best", "yellow")
     if t.first_step_s is not None:
         first = "compiling" if result.spec.compile else "the first step"
+        cuda = "" if cpu else " (and CUDA)"
         line.append(
             f"\ntime: building {t.setup_s:.1f} s, {first} {t.first_step_s:.1f} s, the other "
             f"warm-up {t.warmup_s:.1f} s, timing {t.timing_s:.1f} s; {result.wall_s:.1f} s in all, "
-            "with starting the process (and CUDA)",
+            f"with starting the process{cuda}",
             "grey50",
         )
     known = t.precision if t.precision is not None else t.spread
@@ -273,7 +284,8 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
                 style="yellow",
             )
         )
-    lines.append(_memory_table(memory, target.memory_bytes))
+    on_gpu = best.spec.device.value == "cuda"
+    lines.append(_memory_table(memory, target.memory_bytes, on_gpu))
     lines.append(memory_bar(memory, target.memory_bytes))
     lines.append(_results_table("runners-up", rec.runners_up, target))
     front_title = "Pareto front: nothing else is both faster and smaller"
