@@ -32,7 +32,9 @@ def setting(r: dict) -> str:
 
 
 def sweep(folder: Path) -> None:
-    print(f"== {folder}: advisor sweep model=resnet50 (cold)")
+    err = folder / "sweep.err"
+    what = err.read_text().splitlines()[0] if err.exists() else "advisor sweep"
+    print(f"== {folder}: {what} (cold)")
     if not (folder / "advisor.sqlite").exists():
         print("no databases came back: the device's time ran out during the sweep")
         return
