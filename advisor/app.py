@@ -204,7 +204,8 @@ def sweep(
     cfg, base, target, cap, space, slots = plan(workload, overrides, **settings)
     device_name, torch_version = local_device(base.device)
     key = study.sweep_key(space, target, device_name, torch_version)
-    optuna_study = study.open_study(cfg.study_db_url or study_url(), key)  # before any row
+    name = study.study_name(base.model.name, target, key)
+    optuna_study = study.open_study(cfg.study_db_url or study_url(), key, name)  # before any row
     store = Store(cfg.db_url)
     record = store.open_sweep(
         Sweep(key, base.model.name, target.name, target.memory_bytes, target.margin,

@@ -39,9 +39,9 @@ from advisor.result import Status, TrialResult
 from advisor.space import Choice, Space, as_int
 from advisor.spec import Checkpointing, TrialSpec
 from advisor.steps import Step, SweepProgress
-from advisor.store.sharing import Alone, Others
+from advisor.store.sharing import OWNER, Alone, Others
+from advisor.study import CONSTRAINT, TRIAL_ID
 
-CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
 NEAR_MISS = 0.10  # over the budget by at most this: expandable segments may make it fit
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
 POLL_S = 2.0  # how often a worker waiting on other processes looks again
@@ -100,11 +100,9 @@ class Sweeper:
             fits = self.target.fits(result)
             self._told[result.spec.hash] = Step(result.spec, "history", result, fits, "earlier")
             self.progress.measured += not reused
-        busy = self.others.busy()
         for trial in self.study.get_trials(states=(TrialState.RUNNING,)):
-            asked = trial.params.keys() >= self.space.distributions.keys()  # (all its axes)
-            if not (busy and asked and self.space.spec(trial.params).hash in busy):
-                self.study.tell(trial.number, state=TrialState.FAIL)  # no other process's
+            if self.others.abandoned(trial):  # (not another process's, running now)
+                self.study.tell(trial.number, state=TrialState.FAIL)
 
     def warm_start(self, history: list[TrialResult]) -> None:
         """Give Optuna what history measured inside this space, before its first ask."""
@@ -114,7 +112,7 @@ class Sweeper:
             params = self.space.params(result.spec)
             if params is None or result.status not in (Status.ok, Status.oom):
                 continue
-            self._add_trial(params, result.samples_per_s, self._excess(result))
+            self._add_trial(params, result)
 
     def first(self, spec: TrialSpec) -> Step:
         """Settle this spec before any other: the user's own settings, which the recommendation
@@ -136,17 +134,23 @@ class Sweeper:
         crashed = step.result is not None and step.result.status not in (Status.ok, Status.oom)
         told = any(t.params == params for t in self.study.trials)
         if params is not None and not crashed and not told:
-            value = step.result.samples_per_s if step.result is not None else 0.0
-            self._add_trial(params, value, self._step_excess(step))
+            self._add_trial(params, step.result)
         self._record(step)
         return step
 
-    def _add_trial(self, params: dict[str, Choice], value: float, excess: float) -> None:
-        """Tell Optuna of a point settled outside ask and tell (history, the baseline)."""
-        constraints = {f"constraints:{CONSTRAINT}": excess}
+    def _add_trial(self, params: dict[str, Choice], result: TrialResult | None) -> None:
+        """Tell Optuna of a point settled outside ask and tell (history, the baseline): its
+        constraint in both of Optuna's forms (as _tell sets them); PRUNED when judged not to fit
+        without running."""
+        excess = self._excess(result)
         self.study.add_trial(
-            optuna.trial.create_trial(params=params, distributions=self.space.distributions,
-                                      value=value, system_attrs=constraints)
+            optuna.trial.create_trial(
+                params=params, distributions=self.space.distributions,
+                value=result.samples_per_s if result else None,
+                state=TrialState.COMPLETE if result else TrialState.PRUNED,
+                system_attrs={f"constraints:{CONSTRAINT}": excess, "constraints": [excess]},
+                user_attrs={TRIAL_ID: result.id} if result else {},
+            )
         )  # fmt: skip
 
     def run(self, trials: int, minutes: float | None, patience: int, workers: int = 1) -> str:
@@ -222,7 +226,7 @@ class Sweeper:
             if self._failure is not None:
                 return "stopped: a worker failed"
             if self.progress.measured >= trials:
-                return f"measured {trials} specs (trials={trials})"
+                return self._unless_busy(f"measured {trials} specs (trials={trials})")
             if minutes is not None and self._past_due(60 * minutes):
                 return self._unless_busy(
                     f"the answer is due at {minutes:g} minutes (minutes={minutes:g}): a trial "
@@ -257,6 +261,7 @@ class Sweeper:
             if self._idle >= MAX_IDLE_ASKS or self._points_settled() >= self.space.size():
                 return self._unless_busy("every spec of the space was measured or ruled out")
             trial = self.study.ask(self.space.distributions)
+            trial.set_user_attr(OWNER, self.others.owner)  # whose it is, for a resume to tell
             spec = self.space.spec(trial.params)
             step = None if spec.hash in self._in_flight else self._settle_cheaply(spec)
             if step is None and spec.hash not in self._in_flight and self._reserve(spec):
@@ -337,19 +342,24 @@ class Sweeper:
         """Tell Optuna, the listeners and the climb what a step settled."""
         if step.result is not None and step.how in ("measured", "history"):
             self.on_result(step.result, step.how == "history")
+        failed = step.result is not None and step.result.status not in (Status.ok, Status.oom)
         if job.trial is not None:
-            if step.result is not None and step.result.status not in (Status.ok, Status.oom):
+            job.trial.set_constraint(CONSTRAINT, excess := self._excess(step.result))
+            # the list form too: optuna-dashboard 0.21 shows constraints from it alone
+            job.trial.storage.set_trial_system_attr(job.trial._trial_id, "constraints", [excess])
+            if step.result is not None:
+                job.trial.set_user_attr(TRIAL_ID, step.result.id)
+            if failed:
                 self.study.tell(job.trial, state=TrialState.FAIL)  # a crash says nothing of memory
+            elif step.result is None:  # judged not to fit without running
+                self.study.tell(job.trial, state=TrialState.PRUNED)
             else:
-                job.trial.set_constraint(CONSTRAINT, self._step_excess(step))
-                self.study.tell(job.trial, step.result.samples_per_s if step.result else 0.0)
+                self.study.tell(job.trial, step.result.samples_per_s)
         if step.how != "measured":
             self._idle += 1
         if step.how != "repeat":
             self._record(step)
-        crashed = step.how == "crash-family" or (
-            step.result is not None and step.result.status not in (Status.ok, Status.oom)
-        )
+        crashed = step.how == "crash-family" or failed
         smaller = step.how != "repeat" and not crashed and self._climb(step.spec)
         if step.how == "measured" and not step.feasible and not crashed:
             self._rescue(step, smaller)
@@ -482,12 +492,7 @@ class Sweeper:
             self.progress.since_better = 0
             self.progress.best_at_s = self.progress.elapsed_s
 
-    def _excess(self, result: TrialResult) -> float:
-        if result.status is Status.ok and result.memory is not None:
+    def _excess(self, result: TrialResult | None) -> float:
+        if result is not None and result.status is Status.ok and result.memory is not None:
             return self.target.excess(result.memory.device_peak_bytes)
-        return 1.0  # an OOM: over by an unknown amount
-
-    def _step_excess(self, step: Step) -> float:
-        if step.result is not None:
-            return self._excess(step.result)
-        return 1.0
+        return 1.0  # an OOM, or judged over without running: by an unknown amount

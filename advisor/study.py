@@ -1,6 +1,9 @@
-"""Where a sweep's Optuna study lives: the key that names it (the same command on the same kind
-of machine gives the same key, so running it again resumes) and its storage, apart from the
-results database's tables."""
+"""Where a sweep's Optuna study lives: the key that identifies it (the same command on the same
+kind of machine gives the same key, so running it again resumes), the readable name it goes by,
+and its storage, apart from the results database's tables. Optuna is used as its authors mean:
+the memory budget is a constraint (`trial.set_constraint`, which TPE and `study.best_trial`
+read; also in the older list form, which optuna-dashboard 0.21 shows), a spec settled without
+running is PRUNED, and each trial names advisor's trial in its user attrs."""
 
 from __future__ import annotations
 
@@ -9,8 +12,10 @@ import hashlib
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import optuna
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 
@@ -19,6 +24,8 @@ from advisor.memory_model import Target
 from advisor.space import Space
 
 STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
+CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
+TRIAL_ID = "advisor_trial_id"  # the user attr naming the advisor trial that measured it
 CREATE_WAITS_S = (0.5, 2.0)  # a study storage that failed to open is tried again after these
 
 
@@ -38,8 +45,15 @@ def sweep_key(space: Space, target: Target, device_name: str, torch_version: str
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def open_study(url: str, key: str, seed: int = 0) -> optuna.Study:
-    """The sweep's Optuna study, in a storage of its own (created, or loaded to resume)."""
+def study_name(model: str, target: Target, key: str) -> str:
+    """What the study is called where people see it (optuna-dashboard): model, target and
+    the key's first digits, which tell apart the spaces searched."""
+    return f"{model} for {target.name} ({key[:8]})"
+
+
+def open_study(url: str, key: str, name: str | None = None, seed: int = 0) -> optuna.Study:
+    """The sweep's Optuna study, in a storage of its own (created, or loaded to resume), called
+    `name`; one an earlier advisor called by its key keeps that name."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         parsed = make_url(url)
@@ -51,21 +65,44 @@ def open_study(url: str, key: str, seed: int = 0) -> optuna.Study:
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     for wait_s in CREATE_WAITS_S:
         try:
-            return _create(url, key, seed)
+            return _create(url, key, name or key, seed)
         except (IntegrityError, OperationalError):
             # another process creating the same storage at once (Optuna's own tables and
             # version row race, as advisor's did): the second try finds them made
             time.sleep(wait_s)
-    return _create(url, key, seed)
+    return _create(url, key, name or key, seed)
 
 
-def _create(url: str, key: str, seed: int) -> optuna.Study:
+def _create(url: str, key: str, name: str, seed: int) -> optuna.Study:
+    storage = optuna.storages.RDBStorage(url)
+    if storage.engine.dialect.name == "sqlite":
+        _one_step_at_a_time(storage.engine)
+    if name != key and key in optuna.get_all_study_names(storage):
+        name = key  # made by an earlier advisor: resume it
     return optuna.create_study(
-        storage=url,
-        study_name=key,
+        storage=storage,
+        study_name=name,
         direction="maximize",
         sampler=optuna.samplers.TPESampler(
             seed=seed, multivariate=True, n_startup_trials=STARTUP_TRIALS
         ),
         load_if_exists=True,
     )
+
+
+def _one_step_at_a_time(engine: Engine) -> None:
+    """Every transaction on a SQLite study storage begins IMMEDIATE (taking the write lock).
+    pysqlite runs a SELECT outside any transaction, so Optuna's pop of an enqueued trial (read
+    that it waits, then write RUNNING) was two steps, and two processes of one sweep could both
+    pop it: one told it FAIL (another process measured the spec), and the other's result then
+    met "Trial#3 has already finished"."""
+
+    @event.listens_for(engine, "connect")
+    def _connect(connection: Any, _: Any) -> None:
+        connection.isolation_level = None  # BEGIN is emitted below
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    engine.dispose()  # the connections opened before these listeners existed

@@ -179,3 +179,33 @@ def test_the_same_sweep_started_twice_at_once_joins_one_sweep(db_url, tmp_path):
             "WHERE NOT repeat"))]  # fmt: skip
     assert [h for h, n in Counter(searched).items() if n > 1] == []
     assert len(searched) <= 6 + 1
+
+
+def test_a_running_trial_is_failed_on_resume_only_when_its_process_died(db_url, study_url):
+    """A second process joining must not fail the trials the first is measuring (it did:
+    UpdateFinishedTrialError when the first told its result); a killed process's are failed."""
+    import optuna
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    host = socket.gethostname()
+    shared = SharedSweep(Store(db_url), open_sweep(db_url))
+    optuna_study = optuna.create_study(storage=study_url, study_name="s")
+    owners = {
+        "dead here": f"{host}:{gone.pid}:00000000",
+        "alive here": f"{host}:{os.getpid()}:00000000",
+        "young elsewhere": "another-host:12:00000000",
+        "none, young": None,
+    }
+    for owner in owners.values():
+        trial = optuna_study.ask()
+        if owner is not None:
+            trial.set_user_attr(sharing.OWNER, owner)
+    try:
+        running = optuna_study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+        verdicts = [shared.abandoned(t) for t in running]
+    finally:
+        shared.close()
+    assert dict(zip(owners, verdicts, strict=True)) == {
+        "dead here": True, "alive here": False, "young elsewhere": False, "none, young": False,
+    }  # fmt: skip

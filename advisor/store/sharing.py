@@ -14,6 +14,7 @@ import socket
 import threading
 from typing import Protocol
 
+from optuna.trial import FrozenTrial
 from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import sessionmaker
@@ -25,11 +26,15 @@ from advisor.store.tables import SweepClaimRow
 
 HEARTBEAT_S = 10.0  # how often a process says its claims are alive
 STALE_S = 60.0  # a claim whose heartbeat is older than this was left by a process that died
+OWNER = "advisor_owner"  # the Optuna trial's user attr naming the process that asked for it
 
 
 class Others(Protocol):
     """Other processes running this sweep, as the search sees them."""
 
+    owner: str  # this process, as its claims and Optuna trials name it
+
+    def abandoned(self, trial: FrozenTrial) -> bool: ...  # a RUNNING trial left by the dead
     def take(self, key: str) -> bool: ...  # claim a spec's hash; False: another measures it
     def drop(self, key: str) -> None: ...
     def busy(self) -> set[str]: ...  # what the others are measuring now
@@ -38,6 +43,11 @@ class Others(Protocol):
 
 class Alone:
     """No other process runs this sweep."""
+
+    owner = ""
+
+    def abandoned(self, trial: FrozenTrial) -> bool:
+        return True  # any trial still running was left by an earlier, interrupted run
 
     def take(self, key: str) -> bool:
         return True
@@ -66,6 +76,23 @@ class SharedSweep:
         self._stop = threading.Event()
         self._heart = threading.Thread(target=self._beat, daemon=True)
         self._heart.start()
+
+    def abandoned(self, trial: FrozenTrial) -> bool:
+        """Whether a RUNNING trial was left by a process that died: on this host, its process
+        is gone; elsewhere, it is older than STALE_S and its owner holds no live claim. A trial
+        that names no owner (asked a moment ago, or by an older advisor) counts by its age."""
+        owner = str(trial.user_attrs.get(OWNER, ""))
+        started = trial.datetime_start or datetime.datetime.now()
+        young = (datetime.datetime.now() - started).total_seconds() < STALE_S  # (local times)
+        if owner.count(":") != 2:
+            return not young
+        host, pid, _ = owner.rsplit(":", 2)
+        if host == self.host:
+            return not _process_exists(int(pid))
+        now = _now()
+        with self._session() as session:
+            rows = session.scalars(select(SweepClaimRow).where(SweepClaimRow.owner == owner))
+            return not young and not any(self._alive(row, now) for row in rows)
 
     def take(self, key: str) -> bool:
         """Claim a key (a spec's hash) for this process; False while another process that is
