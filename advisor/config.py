@@ -14,9 +14,10 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from advisor import workload
+from advisor import extras, workload
 from advisor.errors import ConfigError
-from advisor.gpus import CONF_DIR, local_gpu
+from advisor.gpus import local_gpu
+from advisor.paths import CONF_DIR
 from advisor.spec import (
     Checkpointing,
     Device,
@@ -220,7 +221,19 @@ def workload_spec(cfg: DictConfig) -> WorkloadSpec:
         if "_target_" not in node:
             raise ConfigError("the model config has no _target_; name a workload with workload=")
         source, arguments = str(node.pop("_target_")), node
+        for target in _targets(node):  # torchvision.models.resnet50, transformers.GPT2Config
+            extras.require(target, f"model={arguments.get('name', source)}")
     return workload.describe(source, _canonical(arguments))
+
+
+def _targets(node: Any) -> list[str]:
+    """Every _target_ inside a config node."""
+    if isinstance(node, dict):
+        own = [str(node["_target_"])] if "_target_" in node else []
+        return own + [t for value in node.values() for t in _targets(value)]
+    if isinstance(node, list):
+        return [t for value in node for t in _targets(value)]
+    return []
 
 
 def _absolute(source: str) -> str:

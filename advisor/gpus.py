@@ -20,7 +20,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+from advisor.paths import CONF_DIR
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,9 +16,8 @@ from sqlalchemy.engine import make_url
 
 import advisor
 from advisor.errors import StoreError
-from advisor.gpus import CONF_DIR
+from advisor.paths import MIGRATIONS
 
-MIGRATIONS = CONF_DIR.parent / "db" / "migrations"
 BUSY_TIMEOUT_S = 5.0  # how long a SQLite writer waits for another's lock before "locked"
 # a PostgreSQL advisory lock taken while migrating: concurrent creators wait for each other
 _SCHEMA_LOCK = 0x61647669  # "advi"
@@ -34,8 +33,14 @@ def engine_for(url: str) -> Engine:
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() != "sqlite":
         return create_engine(parsed)
-    if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    if (
+        parsed.database
+        and parsed.database != ":memory:"
+        and not parsed.database.startswith("file:")
+    ):
+        Path(parsed.database).parent.mkdir(
+            parents=True, exist_ok=True
+        )  # (a file: URI is taken as is)
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
 
     @event.listens_for(engine, "connect")

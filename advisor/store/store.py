@@ -17,7 +17,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLA
 from sqlalchemy.orm import Session, sessionmaker
 
 from advisor.errors import StoreError
-from advisor.gpus import CONF_DIR
+from advisor.paths import results_dir
 from advisor.result import (
     Environment,
     Memory,
@@ -32,7 +32,6 @@ from advisor.spec import TrialSpec
 from advisor.store import schema, spool
 from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
 
-DB_DIR = CONF_DIR.parent / "db"
 WRITE_WAITS_S = (1.0, 3.0)  # a trial's write that fails is tried again after these
 URL_VARIABLE = "ADVISOR_DB_URL"
 STUDY_URL_VARIABLE = "ADVISOR_STUDY_DB_URL"
@@ -43,14 +42,15 @@ _ENVIRONMENT_FIELDS = [f.name for f in dataclasses.fields(Environment)]
 
 
 def default_url() -> str:
-    """ADVISOR_DB_URL if set, else db/advisor.sqlite in the checkout."""
-    return os.environ.get(URL_VARIABLE) or f"sqlite:///{DB_DIR / 'advisor.sqlite'}"
+    """ADVISOR_DB_URL if set, else advisor.sqlite in results_dir() (a checkout's db/, else
+    the user's data directory)."""
+    return os.environ.get(URL_VARIABLE) or f"sqlite:///{results_dir() / 'advisor.sqlite'}"
 
 
 def study_url() -> str:
-    """Where Optuna keeps sweeps' studies: ADVISOR_STUDY_DB_URL, else db/optuna.sqlite. Never
-    the results database: Optuna's tables are its own."""
-    return os.environ.get(STUDY_URL_VARIABLE) or f"sqlite:///{DB_DIR / 'optuna.sqlite'}"
+    """Where Optuna keeps sweeps' studies: ADVISOR_STUDY_DB_URL, else optuna.sqlite beside the
+    default results database; never the results database itself (Optuna's tables are its own)."""
+    return os.environ.get(STUDY_URL_VARIABLE) or f"sqlite:///{results_dir() / 'optuna.sqlite'}"
 
 
 class Store:
