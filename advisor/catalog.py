@@ -15,6 +15,7 @@ import torch
 from hydra.utils import instantiate
 from torch import nn
 
+from advisor import extras
 from advisor.workload import Workload
 
 
@@ -107,6 +108,8 @@ def convnet(
     torchvision model of the same name; cross entropy on (x, y). The block checkpointed is
     the library's own."""
     with_timm = importlib.util.find_spec("timm") is not None
+    if not with_timm:
+        extras.require("torchvision", f"model={name} (without timm)")
 
     def model() -> nn.Module:
         if with_timm:

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from advisor import app as app_layer
-from advisor import plots, report
+from advisor import extras, plots, report
 from advisor.config import trial_spec
 from advisor.errors import AdvisorError, StoreError
 from advisor.progress import SweepDisplay
@@ -125,6 +125,9 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     err.print(f"stopped: {outcome.stop_reason}", highlight=False)
     rec = outcome.recommendation
     plot = Path(cfg.plot) if cfg.plot else Store(cfg.db_url).sweep_plot(outcome.sweep_id)
+    if plot is not None and not extras.installed("matplotlib"):  # (plot= was checked up front)
+        err.print("no plot drawn: pip install 'advisor[plots]' to draw one", highlight=False)
+        plot = None
     if rec.considered and plot is not None:
         plot.parent.mkdir(parents=True, exist_ok=True)
         plots.save_sweep_png(outcome.results, rec, plot)
@@ -251,6 +254,7 @@ def _check_plot(plot: str | None) -> None:
     """A plot that could not be written is said before anything is measured, not after."""
     if not plot:
         return
+    extras.require("matplotlib", f"plot={plot}")
     folder = Path(plot).parent
     if not folder.is_dir():
         fail(f"plot={plot}: there is no folder {folder}; create it or name another file")

@@ -30,7 +30,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils._pytree import tree_leaves
 
-from advisor.errors import WorkloadError
+from advisor.errors import AdvisorError, WorkloadError
 from advisor.spec import WorkloadSpec
 
 # Libraries whose version is part of a trial's identity: they build the models.
@@ -117,7 +117,7 @@ def load(source: str, arguments: Mapping[str, Any] | None = None) -> Workload:
     function = resolve(source)
     try:
         workload = function(**(arguments or {}))
-    except WorkloadError:
+    except AdvisorError:  # said in one line already (a missing extra, say)
         raise
     except Exception as error:
         raise WorkloadError(f"{source} raised {_error_line(error)}") from None

@@ -1,0 +1,48 @@
+"""The core runs with torch alone; a bundled model or a plot whose library (an extra) is not
+installed is one line naming the extra, before anything is measured or stored."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FAST_OVERRIDES
+from test_cli import advisor, trial_count
+
+EXTRAS = ("torchvision", "transformers", "matplotlib", "timm")
+
+
+@pytest.fixture
+def without_extras(tmp_path, monkeypatch):
+    """Python as if the extras' libraries were not installed (None in sys.modules blocks an
+    import), in advisor and in its workers."""
+    site = tmp_path / "blocked"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        f"import sys\nfor name in {EXTRAS!r}:\n    sys.modules[name] = None\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["estimate", "model=resnet50", "batch_size=2", "gpu=t4"],
+         "model=resnet50 needs torchvision, which is not installed: pip install 'advisor[vision]'"),
+        (["run", "model=tiny_gpt2", "device=cpu"],
+         "model=tiny_gpt2 needs transformers, which is not installed: pip install 'advisor[text]'"),
+        (["run", "model=convnext_tiny", "device=cpu"], "pip install 'advisor[vision]'"),
+        (["run", "model=tiny_mlp", "device=cpu", "plot=x.png"],
+         "plot=x.png needs matplotlib, which is not installed: pip install 'advisor[plots]'"),
+    ],
+)  # fmt: skip
+def test_a_missing_extra_is_one_line_and_nothing_is_stored(without_extras, db_url, args, said):
+    result = advisor(*args, db_url=db_url)
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("advisor: ") and line.endswith(said)
+    assert trial_count(db_url) == 0
+
+
+def test_the_core_measures_a_model_with_torch_alone(without_extras, db_url):
+    result = advisor("run", "model=tiny_mlp", "device=cpu", *FAST_OVERRIDES, db_url=db_url)
+    assert result.returncode == 0, result.stderr
+    assert trial_count(db_url) == 1
