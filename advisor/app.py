@@ -89,8 +89,9 @@ def check_device(spec: TrialSpec, sweeping_on_auto: bool = False) -> None:
     if sweeping_on_auto and spec.device is Device.cpu:
         raise ConfigError(
             "no CUDA GPU here to sweep on (device=auto): sweep the CPU by saying so, with a tiny "
-            "model and a budget (advisor sweep model=tiny_cnn device=cpu gpu.memory=64MiB), or "
-            "ask about a GPU you don't have with advisor recommend or advisor estimate gpu=NAME"
+            "model and a budget (advisor sweep model=tiny_cnn device=cpu gpu.memory=64MiB "
+            "trials=6), or ask about a GPU you don't have with advisor recommend or advisor "
+            "estimate gpu=NAME"
         )
 
 
@@ -310,9 +311,10 @@ class _Answer:
                 self.repeats = known
                 return rec, results
             claim = f"answer-{setting.hash}"
-            if not self.others.take(claim):  # another process of the sweep measures it again
-                while claim in self.others.busy():
+            if not self.others.take(claim) or len(self._measurements(setting)) > len(known):
+                while claim in self.others.busy():  # another process measures it again
                     time.sleep(search.POLL_S)
+                self.others.drop(claim)
                 continue  # and its measurement counts here too
             made[setting.hash] = made.get(setting.hash, 0) + 1
             spec = dataclasses.replace(setting, memory_cap_bytes=self.cap)

@@ -60,7 +60,7 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     \b
     Knobs: model=resnet50|vit_b_16|gpt2|bert|convnext_tiny|tiny_* (bundled workloads) or
       workload=path/to/file.py:function (your own; it runs your code), batch_size=N
-      grad_accum=N checkpointing=none|blocks precision=fp32|tf32|bf16|fp16
+      grad_accum=N checkpointing=none|blocks precision=default|fp32|tf32|bf16|fp16
       optimizer=sgd|sgd_momentum|adam|adamw|adamw_fused channels_last=true|false
       compile=true|false expandable_segments=true|false device=auto|cuda|cpu
       memory_cap=BYTES timeout_s=S db_url=URL plot=FILE.png

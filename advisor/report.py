@@ -13,7 +13,7 @@ from advisor.estimator import Calibration, Estimate
 from advisor.memory_model import Target
 from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.result import Category, Memory, Status, Throughput, TimingStop, TrialResult
-from advisor.spec import TrialSpec
+from advisor.spec import Device, TrialSpec
 from advisor.steps import Step, SweepProgress
 
 # The categories of a breakdown, in the order they are stacked, with their colours.
@@ -96,7 +96,7 @@ def trial_report(result: TrialResult, device_memory: int | None) -> Group:
         return Group(*lines)
     return Group(
         title,
-        _memory_table(result.memory, device_memory, on_gpu=result.spec.device.value == "cuda"),
+        _memory_table(result.memory, device_memory, on_gpu=result.spec.device is Device.cuda),
         memory_bar(result.memory, device_memory),
         _throughput_line(result),
     )
@@ -284,7 +284,7 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
                 style="yellow",
             )
         )
-    on_gpu = best.spec.device.value == "cuda"
+    on_gpu = best.spec.device is Device.cuda
     lines.append(_memory_table(memory, target.memory_bytes, on_gpu))
     lines.append(memory_bar(memory, target.memory_bytes))
     lines.append(_results_table("runners-up", rec.runners_up, target))

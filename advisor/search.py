@@ -102,7 +102,7 @@ class Sweeper:
             self.progress.measured += not reused
         for trial in self.study.get_trials(states=(TrialState.RUNNING,)):
             if self.others.abandoned(trial):  # (not another process's, running now)
-                self.study.tell(trial.number, state=TrialState.FAIL)
+                self.study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
 
     def warm_start(self, history: list[TrialResult]) -> None:
         """Give Optuna what history measured inside this space, before its first ask."""
@@ -135,6 +135,7 @@ class Sweeper:
         told = any(t.params == params for t in self.study.trials)
         if params is not None and not crashed and not told:
             self._add_trial(params, step.result)
+        self.others.drop(spec.hash)  # (measured here, or never claimed)
         self._record(step)
         return step
 
@@ -187,34 +188,34 @@ class Sweeper:
 
     def _work(self, slot: int, reasons: list[str]) -> None:
         """One worker: take the next spec to measure, measure it, tell; until told to stop.
-        What goes wrong in a measurement (Ctrl-C too) is kept for run() to raise."""
-        while True:
-            with self._lock:
-                job = self._next_job()
-                while job is None:
-                    self._lock.wait(POLL_S)  # another worker's result, or another process's
-                    job = self._next_job()
-                if isinstance(job, str):
-                    reasons.append(job)
-                    self._lock.notify_all()
-                    return
-                best = self.progress.best
-                self.on_measuring(slot, job.spec)
-            try:
-                result = self.backend.measure(
-                    job.spec, slot, best.samples_per_s if best is not None else None
-                )
-            except BaseException as error:
+        What goes wrong (Ctrl-C, a database that fails) is kept for run() to raise."""
+        job: _Job | str | None = None
+        try:
+            while True:
                 with self._lock:
-                    self._failure = self._failure or error
+                    job = self._next_job()
+                    while job is None:
+                        self._lock.wait(POLL_S)  # another worker's result, or another process's
+                        job = self._next_job()
+                    if isinstance(job, str):
+                        reasons.append(job)
+                        self._lock.notify_all()
+                        return
+                    rate = self.progress.best.samples_per_s if self.progress.best else None
+                    self.on_measuring(slot, job.spec)
+                result = self.backend.measure(job.spec, slot, rate)
+                with self._lock:
+                    self._tell(job, self._measured(job.spec, result))
+                    self.others.drop(job.spec.hash)  # once Optuna knows: its trial is done
+                    self._lock.notify_all()
+        except BaseException as error:
+            with self._lock:
+                self._failure = self._failure or error
+                if isinstance(job, _Job):
                     self._in_flight.pop(job.spec.hash, None)
                     self.others.drop(job.spec.hash)
                     if job.trial is not None:
-                        self.study.tell(job.trial, state=TrialState.FAIL)
-                    self._lock.notify_all()
-                return
-            with self._lock:
-                self._tell(job, self._measured(job.spec, result))
+                        self.study.tell(job.trial, state=TrialState.FAIL, skip_if_finished=True)
                 self._lock.notify_all()
 
     def _next_job(self) -> _Job | str | None:
@@ -283,7 +284,8 @@ class Sweeper:
 
     def _unless_busy(self, reason: str) -> str | None:
         """The reason to stop, or None (wait) while another worker or process still measures."""
-        return None if self._in_flight or self.others.busy() else reason
+        measuring = [key for key in self.others.busy() if not key.startswith("answer-")]
+        return None if self._in_flight or measuring else reason
 
     def _points_settled(self) -> int:
         """Points of the space settled or being measured (retries and a baseline outside the
@@ -304,7 +306,8 @@ class Sweeper:
         """Reserve a spec to measure; False if another process measures it, or just did."""
         if not self.others.take(spec.hash):
             return False
-        if self.backend.measured_before(spec) is not None:  # stored as it was being claimed
+        self._take_news()  # what another process stored as this one claimed, crashes too
+        if spec.hash in self._told:
             self.others.drop(spec.hash)
             return False
         self._in_flight[spec.hash] = spec
@@ -330,7 +333,6 @@ class Sweeper:
 
     def _measured(self, spec: TrialSpec, result: TrialResult) -> Step:
         self._in_flight.pop(spec.hash, None)
-        self.others.drop(spec.hash)
         self.progress.since_better += 1
         self._know(result)
         step = Step(spec, "measured", result, self.target.fits(result))

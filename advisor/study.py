@@ -11,7 +11,6 @@ import dataclasses
 import hashlib
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import optuna
@@ -22,6 +21,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 from advisor.errors import ConfigError
 from advisor.memory_model import Target
 from advisor.space import Space
+from advisor.store import schema
 
 STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
 CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
@@ -61,8 +61,8 @@ def open_study(url: str, key: str, name: str | None = None, seed: int = 0) -> op
         raise ConfigError(
             f"study_db_url: {url!r} is not a database URL; give one like sqlite:///optuna.sqlite"
         ) from None
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    if parsed.get_backend_name() == "sqlite" and (file := schema.sqlite_file(url)) is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
     for wait_s in CREATE_WAITS_S:
         try:
             return _create(url, key, name or key, seed)
@@ -70,7 +70,10 @@ def open_study(url: str, key: str, name: str | None = None, seed: int = 0) -> op
             # another process creating the same storage at once (Optuna's own tables and
             # version row race, as advisor's did): the second try finds them made
             time.sleep(wait_s)
-    return _create(url, key, name or key, seed)
+    try:
+        return _create(url, key, name or key, seed)
+    except (IntegrityError, OperationalError) as error:
+        raise schema.why_unusable(url, error) from None
 
 
 def _create(url: str, key: str, name: str, seed: int) -> optuna.Study:

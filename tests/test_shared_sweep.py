@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -51,7 +50,7 @@ def test_a_claim_is_one_processs_until_it_drops_it(db_url):
         assert a.take("spec-1")  # taking one's own again is fine
         a.drop("spec-1")
         assert b.take("spec-1") and a.busy() == {"spec-1"}
-        b.take("spec-2")
+        assert b.take("spec-2")
     finally:
         a.close()
         b.close()  # gives up its claims
@@ -66,7 +65,7 @@ def test_a_dead_processs_claim_is_taken_over(db_url):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     sweep_id = open_sweep(db_url)
-    host = socket.gethostname()
+    host = sharing.this_host()
     plant(db_url, sweep_id, "here-dead", f"{host}:{gone.pid}:00000000", 1)
     plant(db_url, sweep_id, "here-alive", f"{host}:{os.getppid()}:00000000", 1)
     plant(db_url, sweep_id, "there-alive", "another-host:12:00000000", 1)
@@ -140,11 +139,12 @@ def test_two_processes_of_one_sweep_measure_no_spec_twice(db_url, study_url, mon
         finally:
             shared.close()
 
-    threads = [threading.Thread(target=one_process, args=run[1:]) for run in runs]
+    threads = [threading.Thread(target=one_process, args=run[1:], daemon=True) for run in runs]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
+        assert not thread.is_alive()  # (a deadlock fails, and does not hang the suite)
     assert not failures, failures
     measured = [spec.hash for backend, _, _ in runs for spec in backend.calls]
     assert [h for h, n in Counter(measured).items() if n > 1] == []
@@ -188,7 +188,7 @@ def test_a_running_trial_is_failed_on_resume_only_when_its_process_died(db_url, 
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    host = socket.gethostname()
+    host = sharing.this_host()
     shared = SharedSweep(Store(db_url), open_sweep(db_url))
     optuna_study = optuna.create_study(storage=study_url, study_name="s")
     owners = {

@@ -23,6 +23,16 @@ BUSY_TIMEOUT_S = 5.0  # how long a SQLite writer waits for another's lock before
 _SCHEMA_LOCK = 0x61647669  # "advi"
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names (a file: URI's path without its query); None for another
+    database, or SQLite in memory."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    return Path(database.removeprefix("file:").partition("?")[0])
+
+
 def engine_for(url: str) -> Engine:
     """An engine for the URL. SQLite: WAL (readers never block the writer), foreign keys, and
     transactions that SQLAlchemy begins itself (pysqlite's own leave DDL outside them, so two
@@ -33,14 +43,8 @@ def engine_for(url: str) -> Engine:
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() != "sqlite":
         return create_engine(parsed)
-    if (
-        parsed.database
-        and parsed.database != ":memory:"
-        and not parsed.database.startswith("file:")
-    ):
-        Path(parsed.database).parent.mkdir(
-            parents=True, exist_ok=True
-        )  # (a file: URI is taken as is)
+    if (file := sqlite_file(url)) is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
 
     @event.listens_for(engine, "connect")

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from optuna.trial import FrozenTrial
 from sqlalchemy import delete, select, update
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
 from advisor.result import TrialResult
@@ -67,11 +67,12 @@ class SharedSweep:
 
     def __init__(self, store: Store, sweep_id: int) -> None:
         self.store, self.sweep_id = store, sweep_id
-        self.host = socket.gethostname()
+        self.host = this_host()
         self.owner = f"{self.host}:{os.getpid()}:{secrets.token_hex(4)}"
-        # SQLite: IMMEDIATE, so that reading a claim and writing one are one step
+        # writes on SQLite begin IMMEDIATE, so that reading a claim and writing one are one step
         engine = store.engine.execution_options(begin="IMMEDIATE")
         self._session = sessionmaker(engine, expire_on_commit=False)
+        self._read = sessionmaker(store.engine)
         self._seen: set[int] = set()  # trial ids already handed out by news()
         self._stop = threading.Event()
         self._heart = threading.Thread(target=self._beat, daemon=True)
@@ -88,11 +89,14 @@ class SharedSweep:
             return not young
         host, pid, _ = owner.rsplit(":", 2)
         if host == self.host:
-            return not _process_exists(int(pid))
+            return not _process_exists(pid, owner == self.owner)
         now = _now()
-        with self._session() as session:
-            rows = session.scalars(select(SweepClaimRow).where(SweepClaimRow.owner == owner))
-            return not young and not any(self._alive(row, now) for row in rows)
+        try:
+            with self._read() as session:
+                rows = session.scalars(select(SweepClaimRow).where(SweepClaimRow.owner == owner))
+                return not young and not any(self._alive(row, now) for row in rows)
+        except OperationalError as error:
+            raise schema.why_unusable(self.store.url, error) from None
 
     def take(self, key: str) -> bool:
         """Claim a key (a spec's hash) for this process; False while another process that is
@@ -115,21 +119,23 @@ class SharedSweep:
         return True
 
     def drop(self, key: str) -> None:
-        with self._session.begin() as session:
-            session.execute(
-                delete(SweepClaimRow).where(
-                    SweepClaimRow.sweep_id == self.sweep_id,
-                    SweepClaimRow.key == key,
-                    SweepClaimRow.owner == self.owner,
-                )
-            )
+        mine = (SweepClaimRow.sweep_id == self.sweep_id, SweepClaimRow.key == key,
+                SweepClaimRow.owner == self.owner)  # fmt: skip
+        try:
+            with self._session.begin() as session:
+                session.execute(delete(SweepClaimRow).where(*mine))
+        except OperationalError:
+            pass  # a database gone or locked now: the claim goes stale and is taken over
 
     def busy(self) -> set[str]:
         """The keys that live other processes hold."""
         now = _now()
         query = select(SweepClaimRow).where(SweepClaimRow.sweep_id == self.sweep_id)
-        with self._session() as session:
-            rows = session.scalars(query).all()
+        try:
+            with self._read() as session:
+                rows = session.scalars(query).all()
+        except OperationalError as error:
+            raise schema.why_unusable(self.store.url, error) from None
         return {r.key for r in rows if r.owner != self.owner and self._alive(r, now)}
 
     def news(self) -> list[tuple[TrialResult, bool]]:
@@ -157,7 +163,7 @@ class SharedSweep:
         if (now - beat).total_seconds() > STALE_S:
             return False
         host, pid, _ = row.owner.rsplit(":", 2)
-        return host != self.host or _process_exists(int(pid))
+        return host != self.host or _process_exists(pid, row.owner == self.owner)
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
@@ -168,17 +174,31 @@ class SharedSweep:
                         .where(SweepClaimRow.owner == self.owner)
                         .values(heartbeat_at=_now())
                     )
-            except OperationalError:
-                pass  # locked for now; the next beat tries again, well before STALE_S
+            except SQLAlchemyError:
+                pass  # locked or gone for now; the next beat tries again, well before STALE_S
 
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
-def _process_exists(pid: int) -> bool:
+def this_host() -> str:
+    """This host as claims name it: its name and its process-id namespace, so that containers
+    sharing a host name (one per GPU, say) do not take each other's process ids for their own."""
     try:
-        os.kill(pid, 0)
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{socket.gethostname()}/{namespace}"
+
+
+def _process_exists(pid: str, mine: bool) -> bool:
+    """Whether the process that `pid` names on this host still runs (a claim of this process's
+    own is alive; a restarted container is another host: another process-id namespace)."""
+    if mine or not pid.isdigit():
+        return mine
+    try:
+        os.kill(int(pid), 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process: it exists

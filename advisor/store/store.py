@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 from sqlalchemy import func, select
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -90,10 +89,8 @@ class Store:
         return file.parent / "plots" / f"{file.stem}-sweep-{sweep_id}.png" if file else None
 
     def _file(self) -> Path | None:
-        parsed = make_url(self.url)
-        if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-            return None
-        return Path(parsed.database).resolve()
+        file = schema.sqlite_file(self.url)
+        return file.resolve() if file else None
 
     def add(
         self, result: TrialResult, sweep_id: int | None = None, repeat: bool = False
