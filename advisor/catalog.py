@@ -7,7 +7,6 @@ the model is built, in the trial's process.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
@@ -107,7 +106,7 @@ def convnet(
     """A conv net from timm where it is installed (pip install 'advisor[timm]'), else the
     torchvision model of the same name; cross entropy on (x, y). The block checkpointed is
     the library's own."""
-    with_timm = importlib.util.find_spec("timm") is not None
+    with_timm = extras.installed("timm")
     if not with_timm:
         extras.require("torchvision", f"model={name} (without timm)")
 

@@ -39,8 +39,8 @@ from advisor.result import Status, TrialResult
 from advisor.space import Choice, Space, as_int
 from advisor.spec import Checkpointing, TrialSpec
 from advisor.steps import Step, SweepProgress
-from advisor.store.sharing import OWNER, Alone, Others
-from advisor.study import CONSTRAINT, TRIAL_ID
+from advisor.store.sharing import Alone, Others
+from advisor.study import CONSTRAINT, OWNER, TRIAL_ID
 
 NEAR_MISS = 0.10  # over the budget by at most this: expandable segments may make it fit
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
@@ -101,7 +101,7 @@ class Sweeper:
             self._told[result.spec.hash] = Step(result.spec, "history", result, fits, "earlier")
             self.progress.measured += not reused
         for trial in self.study.get_trials(states=(TrialState.RUNNING,)):
-            if self.others.abandoned(trial):  # (not another process's, running now)
+            if self.others.abandoned(str(trial.user_attrs.get(OWNER, "")), trial.datetime_start):
                 self.study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
 
     def warm_start(self, history: list[TrialResult]) -> None:

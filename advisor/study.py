@@ -26,6 +26,7 @@ from advisor.store import schema
 STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
 CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed
 TRIAL_ID = "advisor_trial_id"  # the user attr naming the advisor trial that measured it
+OWNER = "advisor_owner"  # the user attr naming the process that asked for it (SharedSweep.owner)
 CREATE_WAITS_S = (0.5, 2.0)  # a study storage that failed to open is tried again after these
 
 

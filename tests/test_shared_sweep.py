@@ -26,6 +26,7 @@ from advisor.store import sharing
 from advisor.store.sharing import SharedSweep
 from advisor.store.store import Store, Sweep
 from advisor.store.tables import SweepClaimRow
+from advisor.study import OWNER
 
 
 def open_sweep(db_url: str) -> int:
@@ -200,12 +201,26 @@ def test_a_running_trial_is_failed_on_resume_only_when_its_process_died(db_url, 
     for owner in owners.values():
         trial = optuna_study.ask()
         if owner is not None:
-            trial.set_user_attr(sharing.OWNER, owner)
+            trial.set_user_attr(OWNER, owner)
     try:
         running = optuna_study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
-        verdicts = [shared.abandoned(t) for t in running]
+        verdicts = [shared.abandoned(str(t.user_attrs.get(OWNER, "")), t.datetime_start)
+                    for t in running]  # fmt: skip
     finally:
         shared.close()
     assert dict(zip(owners, verdicts, strict=True)) == {
         "dead here": True, "alive here": False, "young elsewhere": False, "none, young": False,
     }  # fmt: skip
+
+
+def test_an_old_trial_from_another_host_is_abandoned_unless_its_owner_holds_a_live_claim(db_url):
+    sweep_id = open_sweep(db_url)
+    old = datetime.datetime.now() - datetime.timedelta(seconds=sharing.STALE_S + 60)
+    plant(db_url, sweep_id, "spec-1", "another-host/7:13:00000000", 1)  # measuring now
+    shared = SharedSweep(Store(db_url), sweep_id)
+    try:
+        assert shared.abandoned("another-host/7:12:00000000", old)  # no claim: it died
+        assert not shared.abandoned("another-host/7:13:00000000", old)
+        assert not shared.abandoned("another-host/7:12:00000000", datetime.datetime.now())
+    finally:
+        shared.close()

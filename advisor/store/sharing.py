@@ -14,7 +14,6 @@ import socket
 import threading
 from typing import Protocol
 
-from optuna.trial import FrozenTrial
 from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
@@ -26,7 +25,6 @@ from advisor.store.tables import SweepClaimRow
 
 HEARTBEAT_S = 10.0  # how often a process says its claims are alive
 STALE_S = 60.0  # a claim whose heartbeat is older than this was left by a process that died
-OWNER = "advisor_owner"  # the Optuna trial's user attr naming the process that asked for it
 
 
 class Others(Protocol):
@@ -34,7 +32,8 @@ class Others(Protocol):
 
     owner: str  # this process, as its claims and Optuna trials name it
 
-    def abandoned(self, trial: FrozenTrial) -> bool: ...  # a RUNNING trial left by the dead
+    # whether a trial still running, asked by `owner` at `started`, was left by one that died
+    def abandoned(self, owner: str, started: datetime.datetime | None) -> bool: ...
     def take(self, key: str) -> bool: ...  # claim a spec's hash; False: another measures it
     def drop(self, key: str) -> None: ...
     def busy(self) -> set[str]: ...  # what the others are measuring now
@@ -46,7 +45,7 @@ class Alone:
 
     owner = ""
 
-    def abandoned(self, trial: FrozenTrial) -> bool:
+    def abandoned(self, owner: str, started: datetime.datetime | None) -> bool:
         return True  # any trial still running was left by an earlier, interrupted run
 
     def take(self, key: str) -> bool:
@@ -78,13 +77,13 @@ class SharedSweep:
         self._heart = threading.Thread(target=self._beat, daemon=True)
         self._heart.start()
 
-    def abandoned(self, trial: FrozenTrial) -> bool:
-        """Whether a RUNNING trial was left by a process that died: on this host, its process
-        is gone; elsewhere, it is older than STALE_S and its owner holds no live claim. A trial
-        that names no owner (asked a moment ago, or by an older advisor) counts by its age."""
-        owner = str(trial.user_attrs.get(OWNER, ""))
-        started = trial.datetime_start or datetime.datetime.now()
-        young = (datetime.datetime.now() - started).total_seconds() < STALE_S  # (local times)
+    def abandoned(self, owner: str, started: datetime.datetime | None) -> bool:
+        """Whether a trial still running was left by a process that died: on this host, its
+        process is gone; elsewhere, it is older than STALE_S and its owner holds no live claim.
+        A trial that names no owner (asked a moment ago, or by an older advisor) counts by its
+        age. `started` is Optuna's, in the asking host's local time: hosts' clocks must agree."""
+        started = started or datetime.datetime.now()
+        young = (datetime.datetime.now() - started).total_seconds() < STALE_S
         if owner.count(":") != 2:
             return not young
         host, pid, _ = owner.rsplit(":", 2)
