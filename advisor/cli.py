@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ from advisor.progress import SweepDisplay
 from advisor.recommendation import Against
 from advisor.result import Status
 from advisor.spec import Device
-from advisor.store.store import Store
+from advisor.store.store import Store, TrialFilter
 
 app = typer.Typer(
     help="Measure where GPU memory and time go in real PyTorch training steps.\n\n"
@@ -205,7 +206,8 @@ def estimate_command(overrides: Overrides = None, as_json: JsonFlag = False) -> 
         out.print(report.estimate_report(result))
 
 
-HISTORY_FILTERS = ("model", "status", "hash", "limit", "db_url")
+HISTORY_FILTERS = ("model", "workload", "status", "gpu", "torch", "since", "until", "sweep",
+                   "hash", "limit", "db_url")  # fmt: skip
 MAX_LIMIT = 2**31  # rows: more than any database here holds, well inside SQL's 64-bit LIMIT
 
 
@@ -214,11 +216,13 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
     """List stored trials, newest first.
 
     \b
-    Filters, KEY=VALUE: model=NAME status=ok|oom|crashed|timeout hash=SPEC_HASH
-      limit=N (default 20, 0 for all) db_url=URL
+    Filters, KEY=VALUE: model=NAME workload=FILE.py:FUNCTION (the end of its source)
+      status=ok|oom|crashed|timeout gpu=TEXT (part of the device's name) torch=VERSION (2.11:
+      any 2.11.x) since=DATE until=DATE (ISO, UTC: 2026-12-01 or 2026-12-01T14:00)
+      sweep=ID hash=SPEC_HASH limit=N (default 20, 0 for all) db_url=URL
     Examples:
       advisor history
-      advisor history model=resnet50 status=ok --json
+      advisor history model=resnet50 status=ok gpu=h200 since=2026-12-01 --json
     """
     given: dict[str, str] = {}
     for item in filters or []:
@@ -235,19 +239,46 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
         fail(f"limit must be a whole number, got {given['limit']!r}")
     if not 0 <= limit <= MAX_LIMIT:
         fail(f"limit must be from 0 (all) to {MAX_LIMIT}, got {limit}")
-    store = Store(given.get("db_url"))
-    results = store.trials(
-        model=given.get("model"),
-        status=given.get("status"),
-        spec_hash=given.get("hash"),
-        limit=limit or None,
+    where = TrialFilter(
+        workload=given.get("workload"),
+        gpu=given.get("gpu"),
+        torch=given.get("torch"),
+        since=_utc(given, "since"),
+        until=_utc(given, "until"),
+        sweep_id=_whole(given, "sweep"),
     )
+    store = Store(given.get("db_url"))
+    results = store.trials(model=given.get("model"), status=given.get("status"),
+                           spec_hash=given.get("hash"), limit=limit + 1 if limit else None,
+                           where=where)  # fmt: skip
+    if limit and len(results) > limit:  # said where a table or JSON does not say it
+        results = results[:limit]
+        err.print(f"the newest {limit} shown; more match (limit=0 for all)", highlight=False)
     if as_json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     elif not results:
         err.print("no stored trials match; measure one with: advisor run model=...")
     else:
         out.print(report.history_table(results))
+
+
+def _utc(given: dict[str, str], key: str) -> datetime.datetime | None:
+    """An ISO date or time from the filters, in UTC where it names no zone."""
+    if key not in given:
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(given[key])
+    except ValueError:
+        fail(f"{key} must be an ISO date or time (2026-12-01, 2026-12-01T14:00): {given[key]!r}")
+    return when if when.tzinfo else when.replace(tzinfo=datetime.UTC)
+
+
+def _whole(given: dict[str, str], key: str) -> int | None:
+    if key not in given:
+        return None
+    if not given[key].isdigit():
+        fail(f"{key} must be a sweep's id, as advisor sweep prints it, got {given[key]!r}")
+    return int(given[key])
 
 
 def _check_plot(plot: str | None) -> None:

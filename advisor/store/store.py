@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -166,8 +166,10 @@ class Store:
         status: str | None = None,
         spec_hash: str | None = None,
         limit: int | None = None,
+        where: TrialFilter | None = None,
     ) -> list[TrialResult]:
-        """Stored trials, newest first."""
+        """Stored trials, newest first: those of the model, status and spec hash given, and
+        those `where` lets through."""
         query = select(TrialRow).order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
         if model is not None:
             query = query.where(TrialRow.model == model)
@@ -175,6 +177,7 @@ class Store:
             query = query.where(TrialRow.status == status)
         if spec_hash is not None:
             query = query.where(TrialRow.spec_hash == spec_hash)
+        query = (where or TrialFilter()).apply(query)
         if limit is not None:
             query = query.limit(limit)
         with self._session() as session:
@@ -250,6 +253,44 @@ class Store:
             row = session.get(SweepRow, sweep_id)
             assert row is not None
             row.stop_reason = stop_reason
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialFilter:
+    """What `advisor history` can ask of stored trials, beyond the model and status."""
+
+    workload: str | None = None  # the end of the workload's source: examples/own_model.py:workload
+    gpu: str | None = None  # part of the device's name, any case: h200, "A100"
+    torch: str | None = None  # torch's version or its first parts: 2.11 (2.11.0, 2.11.0+cu130)
+    since: datetime.datetime | None = None  # stored at or after (UTC)
+    until: datetime.datetime | None = None  # stored before (UTC)
+    sweep_id: int | None = None  # used by this sweep
+
+    def apply(self, query: Select[TrialRow]) -> Select[TrialRow]:
+        if self.workload is not None:  # in the spec's canonical JSON, the source's end
+            text = self.workload.replace("/", "//").replace("%", "/%").replace("_", "/_")
+            pattern = f'%"source":"%{text}","tokens_per_sample":%'
+            query = query.where(TrialRow.spec_json.like(pattern, escape="/"))
+        if self.gpu is not None or self.torch is not None:
+            query = query.join(EnvironmentRow, TrialRow.environment_id == EnvironmentRow.id)
+        if self.gpu is not None:
+            query = query.where(EnvironmentRow.device_name.icontains(self.gpu, autoescape=True))
+        if self.torch is not None:
+            version = EnvironmentRow.torch
+            query = query.where(
+                (version == self.torch)
+                | version.startswith(f"{self.torch}.", autoescape=True)
+                | version.startswith(f"{self.torch}+", autoescape=True)
+            )
+        if self.since is not None:
+            query = query.where(TrialRow.created_at >= self.since)
+        if self.until is not None:
+            query = query.where(TrialRow.created_at < self.until)
+        if self.sweep_id is not None:
+            query = query.join(SweepTrialRow, SweepTrialRow.trial_id == TrialRow.id).where(
+                SweepTrialRow.sweep_id == self.sweep_id
+            )
+        return query
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,77 @@
+"""advisor history's filters: workload, GPU, torch version, dates and sweep, beside the model
+and status; and a limit that says when more rows match than it shows."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+
+from fake_backend import ENVIRONMENT, fake_result
+from test_cli import advisor
+
+from advisor.config import load, trial_spec
+from advisor.store.store import Store, Sweep, TrialFilter
+
+UTC = datetime.UTC
+
+
+def stored(db_url: str):
+    """Four trials: two GPUs, two torch versions, two days; the last two in a sweep."""
+    store = Store(db_url)
+    h200 = ENVIRONMENT
+    a100 = dataclasses.replace(ENVIRONMENT, device_name="NVIDIA A100-SXM4-40GB", torch="2.10.0")
+    h200_new = dataclasses.replace(ENVIRONMENT, device_name="NVIDIA H200", torch="2.11.0")
+    rows = []
+    for i, (batch, env, day) in enumerate(
+        [(16, a100, 29), (32, a100, 30), (64, h200_new, 30), (128, h200, 1)]
+    ):
+        spec = trial_spec(load(["model=tiny_mlp", "device=cpu", f"batch_size={batch}"]))
+        when = datetime.datetime(2026, 12 if day == 1 else 11, day, 10, i, tzinfo=UTC)
+        result = dataclasses.replace(fake_result(spec), environment=env,
+                                     created_at=when.isoformat())  # fmt: skip
+        rows.append(store.add(result))
+    sweep = store.open_sweep(Sweep("s" * 32, "tiny_mlp", "t", 2**30, 0.05, None))
+    for r in rows[2:]:
+        store.link(sweep.id or 0, r.id or 0, reused=False)
+    return store, [r.id for r in rows], sweep.id
+
+
+def test_each_filter_finds_its_trials(db_url):
+    store, ids, sweep_id = stored(db_url)
+
+    def found(**where) -> list[int | None]:
+        return [r.id for r in store.trials(where=TrialFilter(**where))]
+
+    assert found() == ids[::-1]  # newest first
+    assert found(gpu="a100") == [ids[1], ids[0]]  # any case, part of the name
+    assert found(gpu="H200") == [ids[3], ids[2]]  # "FAKE H200" and "NVIDIA H200"
+    assert found(torch="2.10") == [ids[1], ids[0]]  # by its parts: 2.10.0
+    assert found(torch="2.11") == [ids[2]] and found(torch="2.1") == []
+    day = datetime.datetime(2026, 11, 30, tzinfo=UTC)
+    assert found(since=day) == [ids[3], ids[2], ids[1]]
+    assert found(since=day, until=day + datetime.timedelta(days=1)) == [ids[2], ids[1]]
+    assert found(sweep_id=sweep_id) == [ids[3], ids[2]]
+    assert found(workload="advisor.catalog.classifier") == ids[::-1]  # a bundled one's source
+    assert found(workload="catalog.classifier") == ids[::-1]  # its end
+    assert found(workload="catalog") == []  # the end of the source, not any part of the JSON
+    assert found(workload="tiny_mlp") == []  # a name is model=, not a source
+
+
+def test_the_command_filters_and_says_when_it_shows_fewer_than_match(db_url):
+    _, ids, sweep_id = stored(db_url)
+    run = advisor("history", "gpu=a100", "since=2026-11-30", "--json", db_url=db_url)
+    assert run.returncode == 0, run.stderr
+    assert [r["id"] for r in json.loads(run.stdout)] == [ids[1]]
+    assert "more match" not in run.stderr
+    few = advisor("history", "limit=2", f"sweep={sweep_id}", "--json", db_url=db_url)
+    assert len(json.loads(few.stdout)) == 2 and "more match" not in few.stderr
+    cut = advisor("history", "limit=3", "--json", db_url=db_url)
+    assert len(json.loads(cut.stdout)) == 3
+    assert "the newest 3 shown; more match (limit=0 for all)" in cut.stderr
+    for bad, said in [("since=yesterday", "since must be an ISO date or time"),
+                      ("sweep=one", "sweep must be a sweep's id"),
+                      ("gpus=h200", "unknown filter 'gpus=h200'")]:  # fmt: skip
+        wrong = advisor("history", bad, db_url=db_url)
+        assert wrong.returncode == 2 and wrong.stderr.startswith(f"advisor: {said}")
+        assert len(wrong.stderr.strip().splitlines()) == 1
