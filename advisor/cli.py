@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -260,6 +261,55 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
         err.print("no stored trials match; measure one with: advisor run model=...")
     else:
         out.print(report.history_table(results))
+
+
+@app.command()
+def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) -> None:
+    """Show one stored trial: its breakdown, its rate and spread, where it ran.
+
+    \b
+    advisor show 12 [db_url=URL]   (ids: advisor history)
+    """
+    if not trial_id.isdigit():
+        fail(f"a trial's id is a whole number (advisor history lists them), got {trial_id!r}")
+    store = Store(_only_db_url(options))
+    result = store.get(int(trial_id))
+    if result is None:
+        fail(f"no trial {trial_id} in {store.url}; advisor history lists the stored ones")
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return
+    env = result.environment
+    out.print(report.trial_report(result, env.device_memory_bytes if env else None))
+    out.print(report.environment_line(result))
+
+
+@app.command()
+def sweeps(options: Overrides = None, as_json: JsonFlag = False) -> None:
+    """List the stored sweeps, newest first, with the trials each used.
+
+    \b
+    advisor sweeps [db_url=URL]   (a sweep's trials: advisor history sweep=ID)
+    """
+    found = Store(_only_db_url(options)).sweeps()
+    if as_json:
+        rows = [{**dataclasses.asdict(s), "trials": n} for s, n in found]
+        print(json.dumps(rows, indent=2))
+    elif not found:
+        err.print("no stored sweeps; start one with: advisor sweep model=...")
+    else:
+        out.print(report.sweeps_table(found))
+
+
+def _only_db_url(options: list[str] | None) -> str | None:
+    """The db_url=URL of a command that takes nothing else."""
+    url = None
+    for item in options or []:
+        key, sep, value = item.partition("=")
+        if key != "db_url" or not sep:
+            fail(f"unknown option {item!r}; this command takes db_url=URL only")
+        url = value
+    return url
 
 
 def _utc(given: dict[str, str], key: str) -> datetime.datetime | None:

@@ -4,6 +4,7 @@ PNGs. Units appear here only; everything upstream is bytes and seconds."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
@@ -15,6 +16,9 @@ from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.result import Category, Memory, Status, Throughput, TimingStop, TrialResult
 from advisor.spec import Device, TrialSpec
 from advisor.steps import Step, SweepProgress
+
+if TYPE_CHECKING:  # (a sweep as the store gives it; report needs no database)
+    from advisor.store.store import Sweep
 
 # The categories of a breakdown, in the order they are stacked, with their colours.
 COLOURS = {
@@ -207,11 +211,41 @@ def history_table(results: Sequence[TrialResult]) -> Table:
             f"{t.samples_per_s:,.1f}" if t else "-",
             gib(m.device_peak_bytes) if m else "-",
             env.device_name if env else "-",
-            # which code and libraries measured it (before workloads had one: -)
-            r.spec.model.fingerprint[:8] if r.spec.model.source else "-",
+            _code(r),
         )
     table.caption = "code: the workload's fingerprint (its source and the libraries' versions)"
     return table
+
+
+def environment_line(result: TrialResult) -> Text:
+    """Where and when a trial ran, with the versions that measured it."""
+    env = result.environment
+    when = (result.created_at or "")[:19].replace("T", " ")
+    if env is None:
+        return Text(f"stored {when} UTC; its environment was not recorded", style="grey50")
+    gpu = f", driver {env.driver}, CUDA {env.cuda}" if env.driver else ""
+    return Text(
+        f"measured on {env.device_name}{gpu}, torch {env.torch}, advisor {env.advisor}, "
+        f"Python {env.python}, host {env.host}; stored {when} UTC; code {_code(result)}",
+        style="grey50",
+    )
+
+
+def sweeps_table(sweeps: Sequence[tuple[Sweep, int]]) -> Table:
+    table = Table(title="stored sweeps, newest first", title_justify="left")
+    for column in ("id", "model", "for", "trials", "stopped"):
+        table.add_column(column, justify="right" if column in ("id", "trials") else "left")
+    for sweep, used in sweeps:
+        target = f"{sweep.target} ({gib(sweep.target_memory_bytes)})"
+        stopped = sweep.stop_reason or "running, or interrupted"
+        table.add_row(str(sweep.id), sweep.model, target, str(used), stopped)
+    table.caption = "a sweep's trials: advisor history sweep=ID"
+    return table
+
+
+def _code(r: TrialResult) -> str:
+    """Which code and libraries measured it (before workloads had one: -)."""
+    return r.spec.model.fingerprint[:8] if r.spec.model.source else "-"
 
 
 def _share(value: int | None, total: int | None) -> str:

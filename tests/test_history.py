@@ -75,3 +75,17 @@ def test_the_command_filters_and_says_when_it_shows_fewer_than_match(db_url):
         wrong = advisor("history", bad, db_url=db_url)
         assert wrong.returncode == 2 and wrong.stderr.startswith(f"advisor: {said}")
         assert len(wrong.stderr.strip().splitlines()) == 1
+
+
+def test_show_and_sweeps(db_url):
+    _, ids, sweep_id = stored(db_url)
+    shown = advisor("show", str(ids[2]), db_url=db_url)
+    assert shown.returncode == 0, shown.stderr
+    assert "activations" in shown.stdout and "measured on NVIDIA H200" in shown.stdout
+    assert "torch 2.11.0" in shown.stdout
+    as_json = json.loads(advisor("show", str(ids[2]), "--json", db_url=db_url).stdout)
+    assert as_json["id"] == ids[2]
+    missing = advisor("show", "999", db_url=db_url)
+    assert missing.returncode == 2 and missing.stderr.startswith("advisor: no trial 999 in ")
+    listed = json.loads(advisor("sweeps", "--json", db_url=db_url).stdout)
+    assert [(s["id"], s["model"], s["trials"]) for s in listed] == [(sweep_id, "tiny_mlp", 2)]

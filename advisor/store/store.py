@@ -248,6 +248,18 @@ class Store:
         with self._session() as session:
             return [(_result(row), reused) for row, reused in session.execute(query)]
 
+    def sweeps(self) -> list[tuple[Sweep, int]]:
+        """Every stored sweep, newest first, with how many trials it used."""
+        used = func.count(SweepTrialRow.trial_id)
+        query = (
+            select(SweepRow, used)
+            .outerjoin(SweepTrialRow, SweepTrialRow.sweep_id == SweepRow.id)
+            .group_by(SweepRow.id)
+            .order_by(SweepRow.id.desc())
+        )
+        with self._session() as session:
+            return [(_sweep(row), count) for row, count in session.execute(query)]
+
     def finish_sweep(self, sweep_id: int, stop_reason: str) -> None:
         with self._session.begin() as session:
             row = session.get(SweepRow, sweep_id)
