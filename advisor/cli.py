@@ -285,6 +285,28 @@ def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) ->
 
 
 @app.command()
+def compare(ids: Overrides = None, as_json: JsonFlag = False) -> None:
+    """Show stored trials side by side, marking what differs: settings, figures and versions.
+
+    \b
+    advisor compare 12 15 [21 ...] [db_url=URL]   (ids: advisor history)
+    """
+    given = [i for i in ids or [] if "=" not in i]
+    if len(given) < 2 or not all(i.isdigit() for i in given):
+        fail(f"compare takes two trial ids or more (advisor history lists them), got {given}")
+    store = Store(_only_db_url([i for i in ids or [] if "=" in i]))
+    results = [store.get(int(i)) for i in given]
+    missing = [i for i, r in zip(given, results, strict=True) if r is None]
+    if missing:
+        fail(f"no trial {', '.join(missing)} in {store.url}; advisor history lists the stored ones")
+    found = [r for r in results if r is not None]
+    if as_json:
+        print(json.dumps([r.to_dict() for r in found], indent=2))
+    else:
+        out.print(report.compare_table(found))
+
+
+@app.command()
 def sweeps(options: Overrides = None, as_json: JsonFlag = False) -> None:
     """List the stored sweeps, newest first, with the trials each used.
 

@@ -3,7 +3,8 @@ PNGs. Units appear here only; everything upstream is bytes and seconds."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Group
@@ -13,7 +14,15 @@ from rich.text import Text
 from advisor.estimator import Calibration, Estimate
 from advisor.memory_model import Target
 from advisor.recommendation import DISAGREE, Against, Recommendation
-from advisor.result import Category, Memory, Status, Throughput, TimingStop, TrialResult
+from advisor.result import (
+    Category,
+    Environment,
+    Memory,
+    Status,
+    Throughput,
+    TimingStop,
+    TrialResult,
+)
 from advisor.spec import Device, TrialSpec
 from advisor.steps import Step, SweepProgress
 
@@ -229,6 +238,51 @@ def environment_line(result: TrialResult) -> Text:
         f"Python {env.python}, host {env.host}; stored {when} UTC; code {_code(result)}",
         style="grey50",
     )
+
+
+def compare_table(results: Sequence[TrialResult]) -> Table:
+    """Trials side by side, a row per figure: what differs between them marked, settings and
+    versions alike (the same setting on two torch versions is two experiments)."""
+    table = Table(title="trials side by side (≠: differs)", title_justify="left")
+    table.add_column("")
+    table.add_column("")
+    for r in results:
+        table.add_column(f"trial {r.id}", justify="right")
+    for label, values in _compared(results):
+        differs = len(set(values)) > 1
+        style = "bold yellow" if differs else None
+        table.add_row("≠" if differs else "", label, *values, style=style)
+    return table
+
+
+def _compared(results: Sequence[TrialResult]) -> list[tuple[str, list[str]]]:
+    def each(figure: Callable[[TrialResult], object]) -> list[str]:
+        return ["-" if (v := figure(r)) is None else str(v) for r in results]
+
+    env = [(f.name, f.name.replace("_", " ")) for f in dataclasses.fields(Environment)]
+    return [
+        ("workload", each(lambda r: r.spec.model.name)),
+        ("code", each(_code)),
+        ("batch", each(lambda r: r.spec.batch_size)),
+        ("accumulation", each(lambda r: r.spec.grad_accum)),
+        ("precision", each(lambda r: r.spec.precision.value)),
+        ("checkpointing", each(lambda r: r.spec.checkpointing.value)),
+        ("optimizer", each(lambda r: r.spec.optimizer.name)),
+        ("channels_last", each(lambda r: r.spec.channels_last)),
+        ("compile", each(lambda r: r.spec.compile)),
+        ("expandable segments", each(lambda r: r.spec.expandable_segments)),
+        ("memory cap", each(lambda r: r.spec.memory_cap_bytes and gib(r.spec.memory_cap_bytes))),
+        ("status", each(lambda r: r.status.value)),
+        ("samples/s", each(lambda r: r.throughput and _rate(r.throughput))),
+        ("device peak", each(lambda r: r.memory and gib(r.memory.device_peak_bytes))),
+        *[(label, each(_environment_field(name)))
+          for name, label in env if name != "device_memory_bytes"],
+        ("stored (UTC)", each(lambda r: (r.created_at or "")[:19].replace("T", " "))),
+    ]  # fmt: skip
+
+
+def _environment_field(name: str) -> Callable[[TrialResult], object]:
+    return lambda r: getattr(r.environment, name) if r.environment else None
 
 
 def sweeps_table(sweeps: Sequence[tuple[Sweep, int]]) -> Table:

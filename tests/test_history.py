@@ -89,3 +89,15 @@ def test_show_and_sweeps(db_url):
     assert missing.returncode == 2 and missing.stderr.startswith("advisor: no trial 999 in ")
     listed = json.loads(advisor("sweeps", "--json", db_url=db_url).stdout)
     assert [(s["id"], s["model"], s["trials"]) for s in listed] == [(sweep_id, "tiny_mlp", 2)]
+
+
+def test_compare_marks_what_differs(db_url):
+    _, ids, _ = stored(db_url)
+    shown = advisor("compare", str(ids[1]), str(ids[2]), db_url=db_url)
+    assert shown.returncode == 0, shown.stderr
+    marked = {line.split("│")[2].strip() for line in shown.stdout.splitlines()
+              if line.startswith("│ ≠")}  # fmt: skip
+    # batch 32 against 64, torch 2.10.0 against 2.11.0, an A100 against an H200, two days
+    assert marked == {"batch", "samples/s", "device peak", "device name", "torch", "stored (UTC)"}
+    one = advisor("compare", str(ids[1]), db_url=db_url)
+    assert one.returncode == 2 and "compare takes two trial ids or more" in one.stderr
