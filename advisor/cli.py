@@ -20,8 +20,9 @@ from advisor.config import trial_spec
 from advisor.errors import AdvisorError, StoreError
 from advisor.progress import SweepDisplay
 from advisor.recommendation import Against
-from advisor.result import Status
+from advisor.result import Status, TrialResult
 from advisor.spec import Device
+from advisor.store import transfer
 from advisor.store.store import Store, TrialFilter
 
 app = typer.Typer(
@@ -225,8 +226,56 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
       advisor history
       advisor history model=resnet50 status=ok gpu=h200 since=2026-12-01 --json
     """
+    results = _matching(filters or [], default_limit=20)
+    if as_json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+    elif not results:
+        err.print("no stored trials match; measure one with: advisor run model=...")
+    else:
+        out.print(report.history_table(results))
+
+
+@app.command()
+def export(filters: Overrides = None) -> None:
+    """Write stored trials to a file: out=FILE.json (advisor import reads it back, into any
+    database) or out=FILE.csv (a column per figure, for spreadsheets).
+
+    \b
+    Filters as advisor history's (model=, gpu=, since=, sweep=, ...); all that match, unless
+    limit=N.
+      advisor export out=h200.json gpu=h200
+    """
+    outs = [item for item in filters or [] if item.startswith("out=")]
+    if len(outs) != 1 or outs[0] == "out=":
+        fail("export needs out=FILE.json or out=FILE.csv, once")
+    path = Path(outs[0].removeprefix("out="))
+    if not path.parent.is_dir():
+        fail(f"out={path}: there is no folder {path.parent}; create it or name another file")
+    results = _matching([item for item in filters or [] if item not in outs], default_limit=0)
+    transfer.export(results, path)
+    err.print(f"{len(results)} trial(s) written to {path}", highlight=False)
+
+
+@app.command(name="import")
+def import_command(source: str, options: Overrides = None) -> None:
+    """Store the trials of an export (FILE.json) or of another advisor database (a SQLite file
+    or a URL) here, each once: one already stored (its spec, measured at the same moment) is
+    skipped. Sweeps stay behind.
+
+    \b
+    advisor import h200.json [db_url=URL]
+    advisor import other/advisor.sqlite
+    """
+    store = Store(_only_db_url(options))
+    stored, skipped = transfer.import_into(store, source)
+    err.print(f"{stored} trial(s) stored, {skipped} already here", highlight=False)
+
+
+def _matching(filters: list[str], default_limit: int) -> list[TrialResult]:
+    """The stored trials that history's filters select, newest first; a limit that leaves some
+    out says so on stderr (where a table or JSON does not)."""
     given: dict[str, str] = {}
-    for item in filters or []:
+    for item in filters:
         key, sep, value = item.partition("=")
         if not sep or key not in HISTORY_FILTERS:
             keys = ", ".join(HISTORY_FILTERS)
@@ -235,7 +284,7 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
     if given.get("status") and given["status"] not in {s.value for s in Status}:
         fail(f"unknown status {given['status']!r}; choose one of ok, oom, crashed, timeout")
     try:
-        limit = int(given.get("limit", "20"))
+        limit = int(given.get("limit", str(default_limit)))
     except ValueError:
         fail(f"limit must be a whole number, got {given['limit']!r}")
     if not 0 <= limit <= MAX_LIMIT:
@@ -252,15 +301,10 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
     results = store.trials(model=given.get("model"), status=given.get("status"),
                            spec_hash=given.get("hash"), limit=limit + 1 if limit else None,
                            where=where)  # fmt: skip
-    if limit and len(results) > limit:  # said where a table or JSON does not say it
+    if limit and len(results) > limit:
         results = results[:limit]
         err.print(f"the newest {limit} shown; more match (limit=0 for all)", highlight=False)
-    if as_json:
-        print(json.dumps([r.to_dict() for r in results], indent=2))
-    elif not results:
-        err.print("no stored trials match; measure one with: advisor run model=...")
-    else:
-        out.print(report.history_table(results))
+    return results
 
 
 @app.command()

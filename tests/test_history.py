@@ -101,3 +101,42 @@ def test_compare_marks_what_differs(db_url):
     assert marked == {"batch", "samples/s", "device peak", "device name", "torch", "stored (UTC)"}
     one = advisor("compare", str(ids[1]), db_url=db_url)
     assert one.returncode == 2 and "compare takes two trial ids or more" in one.stderr
+
+
+def test_export_then_import_merges_each_trial_once(db_url, tmp_path):
+    store, ids, _ = stored(db_url)
+    out = tmp_path / "h200.json"
+    done = advisor("export", f"out={out}", "gpu=h200", db_url=db_url)
+    assert done.returncode == 0, done.stderr
+    assert "2 trial(s) written" in done.stderr
+    other = f"sqlite:///{tmp_path / 'other.sqlite'}"
+    first = advisor("import", str(out), db_url=other)
+    assert first.returncode == 0 and "2 trial(s) stored, 0 already here" in first.stderr
+    again = advisor("import", str(out), db_url=other)
+    assert "0 trial(s) stored, 2 already here" in again.stderr
+    # from the whole database: the other two are new there, the H200's are not
+    source = db_url.removeprefix("sqlite:///")
+    merged = advisor("import", source, db_url=other)
+    assert "2 trial(s) stored, 2 already here" in merged.stderr
+    theirs = {(r.spec.hash, r.created_at, r.samples_per_s) for r in store.trials()}
+    mine = {(r.spec.hash, r.created_at, r.samples_per_s) for r in Store(other).trials()}
+    assert mine == theirs and len(mine) == 4  # the same trials, figures and times
+
+
+def test_a_csv_export_has_a_column_per_figure_and_a_bad_import_is_one_line(db_url, tmp_path):
+    import csv
+
+    stored(db_url)
+    out = tmp_path / "all.csv"
+    assert advisor("export", f"out={out}", db_url=db_url).returncode == 0
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 4 and {"spec.batch_size", "memory.device_peak_bytes"} <= set(rows[0])
+    assert sorted(int(r["spec.batch_size"]) for r in rows) == [16, 32, 64, 128]
+    (tmp_path / "junk.json").write_text('{"not": "an export"}')
+    for args, said in [(["import", str(tmp_path / "junk.json")], "cannot be imported"),
+                       (["import", str(tmp_path / "none.sqlite")], "no such file"),
+                       (["export", "out=x.parquet"], "export writes .json"),
+                       (["export"], "export needs out=FILE.json")]:  # fmt: skip
+        bad = advisor(*args, db_url=db_url)
+        assert bad.returncode == 2 and said in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1

@@ -13,20 +13,12 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 import platformdirs
 from sqlalchemy.engine import make_url
 
-from advisor.result import (
-    Environment,
-    Status,
-    TrialResult,
-    failure_from_dict,
-    memory_from_dict,
-    throughput_from_dict,
-)
-from advisor.spec import TrialSpec, plain
+from advisor.result import TrialResult
+from advisor.store.records import from_record, to_record
 
 _log = logging.getLogger(__name__)
 SPOOL_VARIABLE = "ADVISOR_SPOOL_DIR"  # where spooled trials wait (tests point it elsewhere)
@@ -55,7 +47,7 @@ def save(url: str, result: TrialResult, sweep_id: int | None, repeat: bool = Fal
     """Keep a result for later; written whole or not at all (a temp file, then a rename)."""
     where = folder(url)
     where.mkdir(parents=True, exist_ok=True)
-    record = {**_record(result, sweep_id), "repeat": repeat}
+    record = {**to_record(result), "sweep_id": sweep_id, "repeat": repeat}
     name = f"{record['created_at'].replace(':', '')}-{record['spec_hash']}.json"
     path = where / name
     partial = path.with_suffix(".part")
@@ -74,7 +66,7 @@ def pending(url: str) -> list[Spooled]:
         try:
             record = json.loads(path.read_text())
             found.append(
-                Spooled(path, _result(record), record["sweep_id"], record.get("repeat", False))
+                Spooled(path, from_record(record), record["sweep_id"], record.get("repeat", False))
             )
         except (ValueError, KeyError, TypeError) as error:  # damaged, or not advisor's
             set_aside(path, f"{type(error).__name__}: {error}")
@@ -90,38 +82,4 @@ def set_aside(path: Path, why: str) -> None:
         "advisor: a spooled trial cannot be stored (%s); set aside as %s",
         why,
         path.with_suffix(".bad"),
-    )
-
-
-def _record(result: TrialResult, sweep_id: int | None) -> dict[str, Any]:
-    def parts(value: Any) -> Any:
-        return None if value is None else plain(dataclasses.asdict(value))
-
-    assert result.created_at is not None, "a spooled result keeps when it was measured"
-    return {
-        "spec": result.spec.to_json(),
-        "spec_hash": result.spec.hash,
-        "status": result.status.value,
-        "environment": parts(result.environment),
-        "memory": parts(result.memory),
-        "throughput": parts(result.throughput),
-        "failure": parts(result.failure),
-        "wall_s": result.wall_s,
-        "created_at": result.created_at,
-        "sweep_id": sweep_id,
-    }
-
-
-def _result(record: dict[str, Any]) -> TrialResult:
-    memory, throughput, failure = record["memory"], record["throughput"], record["failure"]
-    environment = record["environment"]
-    return TrialResult(
-        spec=TrialSpec.from_json(record["spec"]),
-        status=Status(record["status"]),
-        environment=None if environment is None else Environment(**environment),
-        memory=None if memory is None else memory_from_dict(memory),
-        throughput=None if throughput is None else throughput_from_dict(throughput),
-        failure=None if failure is None else failure_from_dict(failure),
-        wall_s=record["wall_s"],
-        created_at=record["created_at"],
     )

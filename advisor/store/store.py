@@ -140,7 +140,7 @@ class Store:
         stored = 0
         for kept in spool.pending(self.url):
             try:
-                if not self._stored_already(kept.result):
+                if not self.stored_already(kept.result):
                     self._insert(kept.result, kept.sweep_id, kept.repeat)
                     stored += 1
             except OperationalError:
@@ -151,7 +151,8 @@ class Store:
             kept.path.unlink()
         return stored
 
-    def _stored_already(self, result: TrialResult) -> bool:
+    def stored_already(self, result: TrialResult) -> bool:
+        """Whether this trial (its spec, measured at the same moment) is stored here."""
         assert result.created_at is not None
         query = select(TrialRow.id).where(
             TrialRow.spec_hash == result.spec.hash,
