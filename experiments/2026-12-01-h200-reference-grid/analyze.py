@@ -1,6 +1,6 @@
 """The reference grid so far, from every chunk's database, through `advisor history --json`:
 
-    python3 analyze.py raw/chunk-* > summary.txt
+python3 analyze.py raw/chunk-* > summary.txt
 """
 
 import json
