@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from advisor import app as app_layer
-from advisor import extras, plots, report
+from advisor import extras, history_view, plots, report
 from advisor.config import trial_spec
 from advisor.errors import AdvisorError, StoreError
 from advisor.progress import SweepDisplay
@@ -232,7 +232,7 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
     elif not results:
         err.print("no stored trials match; measure one with: advisor run model=...")
     else:
-        out.print(report.history_table(results))
+        out.print(history_view.history_table(results))
 
 
 @app.command()
@@ -325,7 +325,7 @@ def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) ->
         return
     env = result.environment
     out.print(report.trial_report(result, env.device_memory_bytes if env else None))
-    out.print(report.environment_line(result))
+    out.print(history_view.environment_line(result))
 
 
 @app.command()
@@ -347,7 +347,7 @@ def compare(ids: Overrides = None, as_json: JsonFlag = False) -> None:
     if as_json:
         print(json.dumps([r.to_dict() for r in found], indent=2))
     else:
-        out.print(report.compare_table(found))
+        out.print(history_view.compare_table(found))
 
 
 @app.command()
@@ -364,7 +364,7 @@ def sweeps(options: Overrides = None, as_json: JsonFlag = False) -> None:
     elif not found:
         err.print("no stored sweeps; start one with: advisor sweep model=...")
     else:
-        out.print(report.sweeps_table(found))
+        out.print(history_view.sweeps_table(found))
 
 
 def _only_db_url(options: list[str] | None) -> str | None:

@@ -3,9 +3,7 @@ PNGs. Units appear here only; everything upstream is bytes and seconds."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from rich.console import Group
 from rich.table import Table
@@ -16,7 +14,6 @@ from advisor.memory_model import Target
 from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.result import (
     Category,
-    Environment,
     Memory,
     Status,
     Throughput,
@@ -25,9 +22,6 @@ from advisor.result import (
 )
 from advisor.spec import Device, TrialSpec
 from advisor.steps import Step, SweepProgress
-
-if TYPE_CHECKING:  # (a sweep as the store gives it; report needs no database)
-    from advisor.store.store import Sweep
 
 # The categories of a breakdown, in the order they are stacked, with their colours.
 COLOURS = {
@@ -196,112 +190,6 @@ def _throughput_line(result: TrialResult) -> Text:
     return line
 
 
-def history_table(results: Sequence[TrialResult]) -> Table:
-    table = Table(title="stored trials, newest first", title_justify="left")
-    columns = (
-        "id",
-        "when (UTC)",
-        "setting",
-        "status",
-        "samples/s",
-        "device peak",
-        "device",
-        "code",
-    )
-    for column in columns:
-        table.add_column(column, justify="right" if column in ("id", "samples/s") else "left")
-    for r in results:
-        t, m, env = r.throughput, r.memory, r.environment
-        table.add_row(
-            str(r.id),
-            (r.created_at or "")[:19].replace("T", " "),
-            describe(r),
-            r.status.value,
-            f"{t.samples_per_s:,.1f}" if t else "-",
-            gib(m.device_peak_bytes) if m else "-",
-            env.device_name if env else "-",
-            _code(r),
-        )
-    table.caption = "code: the workload's fingerprint (its source and the libraries' versions)"
-    return table
-
-
-def environment_line(result: TrialResult) -> Text:
-    """Where and when a trial ran, with the versions that measured it."""
-    env = result.environment
-    when = (result.created_at or "")[:19].replace("T", " ")
-    if env is None:
-        return Text(f"stored {when} UTC; its environment was not recorded", style="grey50")
-    gpu = f", driver {env.driver}, CUDA {env.cuda}" if env.driver else ""
-    return Text(
-        f"measured on {env.device_name}{gpu}, torch {env.torch}, advisor {env.advisor}, "
-        f"Python {env.python}, host {env.host}; stored {when} UTC; code {_code(result)}",
-        style="grey50",
-    )
-
-
-def compare_table(results: Sequence[TrialResult]) -> Table:
-    """Trials side by side, a row per figure: what differs between them marked, settings and
-    versions alike (the same setting on two torch versions is two experiments)."""
-    table = Table(title="trials side by side (≠: differs)", title_justify="left")
-    table.add_column("")
-    table.add_column("")
-    for r in results:
-        table.add_column(f"trial {r.id}", justify="right")
-    for label, values in _compared(results):
-        differs = len(set(values)) > 1
-        style = "bold yellow" if differs else None
-        table.add_row("≠" if differs else "", label, *values, style=style)
-    return table
-
-
-def _compared(results: Sequence[TrialResult]) -> list[tuple[str, list[str]]]:
-    def each(figure: Callable[[TrialResult], object]) -> list[str]:
-        return ["-" if (v := figure(r)) is None else str(v) for r in results]
-
-    env = [(f.name, f.name.replace("_", " ")) for f in dataclasses.fields(Environment)]
-    return [
-        ("workload", each(lambda r: r.spec.model.name)),
-        ("code", each(_code)),
-        ("batch", each(lambda r: r.spec.batch_size)),
-        ("accumulation", each(lambda r: r.spec.grad_accum)),
-        ("precision", each(lambda r: r.spec.precision.value)),
-        ("checkpointing", each(lambda r: r.spec.checkpointing.value)),
-        ("optimizer", each(lambda r: r.spec.optimizer.name)),
-        ("channels_last", each(lambda r: r.spec.channels_last)),
-        ("compile", each(lambda r: r.spec.compile)),
-        ("expandable segments", each(lambda r: r.spec.expandable_segments)),
-        ("memory cap", each(lambda r: r.spec.memory_cap_bytes and gib(r.spec.memory_cap_bytes))),
-        ("status", each(lambda r: r.status.value)),
-        ("samples/s", each(lambda r: r.throughput and _rate(r.throughput))),
-        ("device peak", each(lambda r: r.memory and gib(r.memory.device_peak_bytes))),
-        *[(label, each(_environment_field(name)))
-          for name, label in env if name != "device_memory_bytes"],
-        ("stored (UTC)", each(lambda r: (r.created_at or "")[:19].replace("T", " "))),
-    ]  # fmt: skip
-
-
-def _environment_field(name: str) -> Callable[[TrialResult], object]:
-    return lambda r: getattr(r.environment, name) if r.environment else None
-
-
-def sweeps_table(sweeps: Sequence[tuple[Sweep, int]]) -> Table:
-    table = Table(title="stored sweeps, newest first", title_justify="left")
-    for column in ("id", "model", "for", "trials", "stopped"):
-        table.add_column(column, justify="right" if column in ("id", "trials") else "left")
-    for sweep, used in sweeps:
-        target = f"{sweep.target} ({gib(sweep.target_memory_bytes)})"
-        stopped = sweep.stop_reason or "running, or interrupted"
-        table.add_row(str(sweep.id), sweep.model, target, str(used), stopped)
-    table.caption = "a sweep's trials: advisor history sweep=ID"
-    return table
-
-
-def _code(r: TrialResult) -> str:
-    """Which code and libraries measured it (before workloads had one: -)."""
-    return r.spec.model.fingerprint[:8] if r.spec.model.source else "-"
-
-
 def _share(value: int | None, total: int | None) -> str:
     return f"{value / total:.1%}" if value is not None and total else "-"
 
@@ -444,7 +332,7 @@ def _results_table(title: str, results: Sequence[TrialResult], target: Target) -
         table.add_row(
             str(r.id),
             describe_spec(r.spec),
-            _rate(t),
+            rate(t),
             gib(m.device_peak_bytes) if m else "-",
             "yes" if target.fits(r) else "no",
         )
@@ -452,7 +340,7 @@ def _results_table(title: str, results: Sequence[TrialResult], target: Target) -
     return table
 
 
-def _rate(t: Throughput | None) -> str:
+def rate(t: Throughput | None) -> str:
     if t is None:
         return "-"
     return f"{'≤' if t.stopped is TimingStop.cut else ''}{t.samples_per_s:,.1f}"
