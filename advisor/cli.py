@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -16,14 +16,15 @@ from rich.console import Console
 
 from advisor import app as app_layer
 from advisor import extras, history_view, plots, report
+from advisor import history as history_queries
 from advisor.config import trial_spec
 from advisor.errors import AdvisorError, StoreError
 from advisor.progress import SweepDisplay
 from advisor.recommendation import Against
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
-from advisor.store import transfer
-from advisor.store.store import Store, TrialFilter
+from advisor.store import schema, transfer
+from advisor.store.store import Store, default_url
 
 app = typer.Typer(
     help="Measure where GPU memory and time go in real PyTorch training steps.\n\n"
@@ -208,11 +209,6 @@ def estimate_command(overrides: Overrides = None, as_json: JsonFlag = False) -> 
         out.print(report.estimate_report(result))
 
 
-HISTORY_FILTERS = ("model", "workload", "status", "gpu", "torch", "since", "until", "sweep",
-                   "hash", "limit", "db_url")  # fmt: skip
-MAX_LIMIT = 2**31  # rows: more than any database here holds, well inside SQL's 64-bit LIMIT
-
-
 @app.command()
 def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
     """List stored trials, newest first.
@@ -277,33 +273,14 @@ def _matching(filters: list[str], default_limit: int) -> list[TrialResult]:
     given: dict[str, str] = {}
     for item in filters:
         key, sep, value = item.partition("=")
-        if not sep or key not in HISTORY_FILTERS:
-            keys = ", ".join(HISTORY_FILTERS)
+        if not sep or key not in (*history_queries.FILTERS, "db_url"):
+            keys = ", ".join((*history_queries.FILTERS, "db_url"))
             fail(f"unknown filter {item!r}; use KEY=VALUE with KEY one of {keys}")
         given[key] = value
-    if given.get("status") and given["status"] not in {s.value for s in Status}:
-        fail(f"unknown status {given['status']!r}; choose one of ok, oom, crashed, timeout")
-    try:
-        limit = int(given.get("limit", str(default_limit)))
-    except ValueError:
-        fail(f"limit must be a whole number, got {given['limit']!r}")
-    if not 0 <= limit <= MAX_LIMIT:
-        fail(f"limit must be from 0 (all) to {MAX_LIMIT}, got {limit}")
-    where = TrialFilter(
-        workload=given.get("workload"),
-        gpu=given.get("gpu"),
-        torch=given.get("torch"),
-        since=_utc(given, "since"),
-        until=_utc(given, "until"),
-        sweep_id=_whole(given, "sweep"),
-    )
-    store = Store(given.get("db_url"))
-    results = store.trials(model=given.get("model"), status=given.get("status"),
-                           spec_hash=given.get("hash"), limit=limit + 1 if limit else None,
-                           where=where)  # fmt: skip
-    if limit and len(results) > limit:
-        results = results[:limit]
-        err.print(f"the newest {limit} shown; more match (limit=0 for all)", highlight=False)
+    url = given.pop("db_url", None)
+    results, more = history_queries.trial_query(given, default_limit).run(Store(url))
+    if more:
+        err.print(f"the newest {len(results)} shown; more match (limit=0 for all)", highlight=False)
     return results
 
 
@@ -367,6 +344,43 @@ def sweeps(options: Overrides = None, as_json: JsonFlag = False) -> None:
         out.print(history_view.sweeps_table(found))
 
 
+@app.command()
+def serve(
+    options: Overrides = None,
+    port: Annotated[int, typer.Option(help="The port to listen on.")] = 8000,
+    host: Annotated[str, typer.Option(help="The address to listen on (0.0.0.0: every one).")] = (
+        "127.0.0.1"
+    ),
+) -> None:
+    """Serve the stored results, read-only: a dashboard (trials, breakdowns, sweeps,
+    recommend) and a JSON API under /api/v1 (its OpenAPI document: /openapi.json).
+
+    \b
+    advisor serve [--port 8000] [--host 127.0.0.1] [db_url=URL]
+    Nothing it answers measures, builds a model or imports: it only reads.
+    """
+    for library in ("fastapi", "uvicorn", "jinja2"):
+        extras.require(library, "advisor serve")
+    import uvicorn
+
+    from advisor.serve import create_app
+
+    if not 1 <= port <= 65535:
+        fail(f"--port must be from 1 to 65535, got {port}")
+    url = _only_db_url(options)
+    file = schema.sqlite_file(url or default_url())
+    if file is not None and not file.is_file():
+        fail(f"no results database at {file}; measure a trial first, or name one with db_url=")
+    store = Store(url)
+    try:
+        socket.create_server((host, port)).close()
+    except OSError as error:
+        fail(f"cannot listen on {host}:{port} ({error.strerror}); choose another --port")
+    err.print(f"serving {store.url} read-only on http://{host}:{port}/ (Ctrl-C stops)",
+              highlight=False)  # fmt: skip
+    uvicorn.run(create_app(store), host=host, port=port, log_level="warning")
+
+
 def _only_db_url(options: list[str] | None) -> str | None:
     """The db_url=URL of a command that takes nothing else."""
     url = None
@@ -376,25 +390,6 @@ def _only_db_url(options: list[str] | None) -> str | None:
             fail(f"unknown option {item!r}; this command takes db_url=URL only")
         url = value
     return url
-
-
-def _utc(given: dict[str, str], key: str) -> datetime.datetime | None:
-    """An ISO date or time from the filters, in UTC where it names no zone."""
-    if key not in given:
-        return None
-    try:
-        when = datetime.datetime.fromisoformat(given[key])
-    except ValueError:
-        fail(f"{key} must be an ISO date or time (2026-12-01, 2026-12-01T14:00): {given[key]!r}")
-    return when if when.tzinfo else when.replace(tzinfo=datetime.UTC)
-
-
-def _whole(given: dict[str, str], key: str) -> int | None:
-    if key not in given:
-        return None
-    if not given[key].isdigit():
-        fail(f"{key} must be a sweep's id, as advisor sweep prints it, got {given[key]!r}")
-    return int(given[key])
 
 
 def _check_plot(plot: str | None) -> None:

@@ -14,6 +14,9 @@ EXTRAS = {
     "timm": "timm",
     "matplotlib": "plots",
     "psycopg": "postgres",
+    "fastapi": "serve",
+    "uvicorn": "serve",
+    "jinja2": "serve",
 }
 
 

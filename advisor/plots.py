@@ -1,40 +1,30 @@
-"""Pictures of results as PNG files (matplotlib, without a display): a trial's memory breakdown
-and a sweep's throughput against memory."""
+"""Pictures of results (matplotlib, without a display): a trial's memory breakdown and a sweep's
+throughput against memory, as PNG files, or SVG for the dashboard. Figures are made without
+pyplot, whose state is global: the dashboard draws in several threads at once."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 from advisor.recommendation import Recommendation
-from advisor.report import CATEGORIES, OVERHEAD, describe, gib
+from advisor.report import CATEGORIES, HEX, OVERHEAD, describe, gib
 from advisor.result import Status, TrialResult
 
 
 def save_memory_png(result: TrialResult, device_memory: int | None, path: Path) -> None:
     """The stacked bar as a PNG: categories against the GPU's memory, the device peak marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     memory = result.memory
     assert memory is not None
-    colours = {
-        "grey50": "#7f7f7f",
-        "blue": "#1f77b4",
-        "bright_blue": "#6baed6",
-        "magenta": "#c13dbf",
-        "yellow": "#e5c100",
-        "green": "#2ca02c",
-        "cyan": "#17becf",
-        "red": "#d62728",
-    }
-    fig, ax = plt.subplots(figsize=(9, 2.4))
+    fig = Figure(figsize=(9, 2.4))
+    ax = fig.subplots()
     left = 0.0
     for key, label, colour in [*CATEGORIES, OVERHEAD]:
         value = getattr(memory, key) / 2**30
-        ax.barh(0, value, left=left, color=colours[colour], label=f"{label} {gib(value * 2**30)}")
+        ax.barh(0, value, left=left, color=HEX[colour], label=f"{label} {gib(value * 2**30)}")
         left += value
     ax.axvline(memory.device_peak_bytes / 2**30, color="black", linestyle="--", label="device peak")
     if device_memory:
@@ -44,24 +34,28 @@ def save_memory_png(result: TrialResult, device_memory: int | None, path: Path) 
     ax.set_title(describe(result), fontsize=9)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=4)
     fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
 
 
 def save_sweep_png(results: Sequence[TrialResult], rec: Recommendation, path: Path) -> None:
-    """Throughput against device peak for every measured setting, the budget line, and the
-    recommendation marked."""
-    import matplotlib
+    save_sweep(results, rec, path, "png")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def save_sweep(
+    results: Sequence[TrialResult], rec: Recommendation, file: Path | IO[bytes], fmt: str
+) -> None:
+    """Throughput against device peak for every measured setting, the budget line, the Pareto
+    front, and the recommendation marked; fmt: png or svg."""
+    from matplotlib.figure import Figure
 
     target = rec.target
     ok = [r for r in results if r.status is Status.ok and r.memory and r.throughput]
-    fig, ax = plt.subplots(figsize=(8, 5))
+    scale, unit = (2**30, "GiB") if target.allowed_bytes >= 2**30 else (2**20, "MiB")
+    fig = Figure(figsize=(8, 5))
+    ax = fig.subplots()
     for fits, colour, label in ((True, "#2ca02c", "fits"), (False, "#d62728", "too big")):
         chosen = [r for r in ok if target.fits(r) is fits]
         ax.scatter(
-            [r.memory.device_peak_bytes / 2**30 for r in chosen],  # type: ignore[union-attr]
+            [r.memory.device_peak_bytes / scale for r in chosen],  # type: ignore[union-attr]
             [r.throughput.samples_per_s for r in chosen],  # type: ignore[union-attr]
             color=colour,
             label=label,
@@ -69,21 +63,21 @@ def save_sweep_png(results: Sequence[TrialResult], rec: Recommendation, path: Pa
         )
     front = rec.front
     ax.plot(
-        [r.memory.device_peak_bytes / 2**30 for r in front],  # type: ignore[union-attr]
+        [r.memory.device_peak_bytes / scale for r in front],  # type: ignore[union-attr]
         [r.throughput.samples_per_s for r in front],  # type: ignore[union-attr]
         color="grey",
         linestyle=":",
         label="Pareto front",
     )
     ax.axvline(
-        target.allowed_bytes / 2**30,
+        target.allowed_bytes / scale,
         color="black",
         linestyle="--",
         label=f"budget {gib(target.allowed_bytes)}",
     )
     if rec.best is not None and rec.best.memory and rec.best.throughput:
         ax.scatter(
-            [rec.best.memory.device_peak_bytes / 2**30],
+            [rec.best.memory.device_peak_bytes / scale],
             [rec.best.throughput.samples_per_s],
             marker="*",
             s=300,
@@ -92,9 +86,8 @@ def save_sweep_png(results: Sequence[TrialResult], rec: Recommendation, path: Pa
             label="recommended",
             zorder=5,
         )
-    ax.set_xlabel("device peak (reserved + context), GiB")
+    ax.set_xlabel(f"device peak (reserved + context), {unit}")
     ax.set_ylabel("samples/s")
     ax.set_title(f"{rec.best.spec.model.name if rec.best else ''} sweep for {target.name}")
     ax.legend(fontsize=8, loc="lower right")
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    fig.savefig(file, format=fmt, dpi=120, bbox_inches="tight")

@@ -35,6 +35,9 @@ COLOURS = {
 }
 CATEGORIES = [(c.field, c.label, COLOURS[c]) for c in Category]
 OVERHEAD = ("allocator_overhead_bytes", "allocator overhead", "red")
+# the same colours where a terminal's names mean nothing (the PNGs, the dashboard)
+HEX = {"grey50": "#7f7f7f", "blue": "#1f77b4", "bright_blue": "#6baed6", "magenta": "#c13dbf",
+       "yellow": "#e5c100", "green": "#2ca02c", "cyan": "#17becf", "red": "#d62728"}  # fmt: skip
 BAR_WIDTH = 60
 NOISY = 0.02  # a rate known no better than this (its 95% interval; or the IQR) is flagged
 

@@ -49,3 +49,11 @@ def test_a_built_wheel_runs_a_trial_from_any_folder(tmp_path):
     assert "samples/s (on the CPU)" in run.stdout
     assert (data / "advisor" / "advisor.sqlite").stat().st_size > 0
     assert list(elsewhere.iterdir()) == []  # nothing written where it ran
+    # the dashboard's templates travel too: its pages render from the wheel's code
+    assert (site / "advisor" / "templates" / "trials.html").is_file()
+    page = python("-c", "from fastapi.testclient import TestClient; from advisor.serve import "
+                  "create_app; from advisor.store.store import Store; "
+                  "print(TestClient(create_app(Store())).get('/').text)")  # fmt: skip
+    assert page.returncode == 0, page.stderr
+    assert "tiny_mlp on cpu" in page.stdout and str(data / "advisor") in page.stdout
+    assert list(elsewhere.iterdir()) == []

@@ -189,6 +189,12 @@ class Store:
             row = session.get(TrialRow, trial_id)
             return None if row is None else _result(row)
 
+    def model_names(self) -> list[str]:
+        """The names of the models with stored trials."""
+        query = select(TrialRow.model).distinct().order_by(TrialRow.model)
+        with self._session() as session:
+            return list(session.scalars(query))
+
     def measured_before(self, spec: TrialSpec, device_name: str, torch: str) -> TrialResult | None:
         """The newest ok or oom result of this spec on this kind of device and torch version;
         for a spec under a cap, else of its setting measured without one: below the cap that
