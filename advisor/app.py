@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -72,9 +73,33 @@ def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
     """Measure a spec composed from cfg, and store it (the database is opened, and shown to
     take a write, first)."""
     check_device(spec)
+    snapshot = snapshot_path(cfg.memory_snapshot, spec)
     store = Store(cfg.db_url)
     store.check_writable()
-    return store.add(run_trial(spec, MeasureConfig(**cfg.measure), cfg.timeout_s))
+    measured = run_trial(spec, MeasureConfig(**cfg.measure), cfg.timeout_s,
+                         memory_snapshot=snapshot)  # fmt: skip
+    return store.add(measured)
+
+
+def snapshot_path(given: str | None, spec: TrialSpec) -> Path | None:
+    """Where memory_snapshot= writes, made absolute (the worker runs elsewhere); ConfigError
+    before anything is measured for one that cannot be written."""
+    if not given:
+        return None
+    if spec.device is not Device.cuda:
+        raise ConfigError(
+            "memory_snapshot records the CUDA caching allocator's history: it needs "
+            "device=cuda (there is no snapshot of CPU memory)"
+        )
+    path = Path(given).resolve()
+    if path.suffix != ".pickle":
+        raise ConfigError(f"memory_snapshot={given}: name a .pickle file (memory_viz loads it)")
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
+        raise ConfigError(
+            f"memory_snapshot={given}: cannot write into {path.parent}; name a file in a "
+            "folder you can write"
+        )
+    return path
 
 
 def check_device(spec: TrialSpec, sweeping_on_auto: bool = False) -> None:
@@ -203,6 +228,10 @@ def sweep(
     first the settings given (the baseline). Running it again resumes."""
     events = events or SweepEvents()
     cfg, base, target, cap, space, slots = plan(workload, overrides, **settings)
+    if cfg.memory_snapshot:
+        raise ConfigError(
+            "memory_snapshot is for one trial: advisor run ... memory_snapshot=FILE.pickle"
+        )
     device_name, torch_version = local_device(base.device)
     key = study.sweep_key(space, target, device_name, torch_version)
     name = study.study_name(base.model.name, target, key)

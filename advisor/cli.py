@@ -67,7 +67,8 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       grad_accum=N checkpointing=none|blocks precision=default|fp32|tf32|bf16|fp16
       optimizer=sgd|sgd_momentum|adam|adamw|adamw_fused channels_last=true|false
       compile=true|false expandable_segments=true|false device=auto|cuda|cpu
-      memory_cap=BYTES timeout_s=S db_url=URL plot=FILE.png
+      memory_cap=BYTES timeout_s=S db_url=URL plot=FILE.png memory_snapshot=FILE.pickle
+      (torch's memory snapshot of the build and warm-up, for pytorch.org/memory_viz; CUDA)
     Exit status: 0 when measured (an OOM is a measurement), 1 if the trial crashed or timed out
       (or the database cannot be opened), 2 for a setting or workload to fix (nothing stored).
     """
@@ -86,6 +87,8 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     if cfg.plot and result.memory is not None:
         plots.save_memory_png(result, device_memory, Path(cfg.plot))
         err.print(f"memory breakdown drawn in {cfg.plot}", highlight=False)
+    if (snapshot := history_view.snapshot_line(result)) is not None:
+        err.print(snapshot, highlight=False)
     if result.status in (Status.crashed, Status.timeout):
         raise typer.Exit(1)
 
@@ -303,6 +306,8 @@ def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) ->
     env = result.environment
     out.print(report.trial_report(result, env.device_memory_bytes if env else None))
     out.print(history_view.environment_line(result))
+    if (snapshot := history_view.snapshot_line(result)) is not None:
+        out.print(snapshot)
 
 
 @app.command()

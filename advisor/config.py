@@ -89,6 +89,10 @@ class Config:
     timeout_s: float = 900.0  # a trial still running after this is killed: status timeout
     db_url: str | None = None  # SQLAlchemy URL of the results database (or ADVISOR_DB_URL)
     plot: str | None = None  # also draw the memory breakdown into this PNG file
+    # advisor run on a GPU: also write torch's memory snapshot of the trial's build, first
+    # steps and warm-up (not of its timing, which it would slow) to FILE.pickle, for
+    # pytorch.org/memory_viz
+    memory_snapshot: str | None = None
     measure: MeasureConfig = dataclasses.field(default_factory=MeasureConfig)
     # sweep and recommend
     space: SpaceConfig = dataclasses.field(default_factory=SpaceConfig)

@@ -78,6 +78,8 @@ def router(store: Store) -> APIRouter:
             report.trial_report(result, device_memory),
             history_view.environment_line(result),
         ]
+        if (snapshot := history_view.snapshot_line(result)) is not None:
+            shown.append(snapshot)
         bar = memory_bar(result.memory, device_memory) if result.memory else None
         return page(request, "trial.html", result=result, bar=bar, report=as_html(*shown))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -59,6 +60,16 @@ def environment_line(result: TrialResult) -> Text:
         f"Python {env.python}, host {env.host}; stored {when} UTC; code {_code(result)}",
         style="grey50",
     )
+
+
+def snapshot_line(result: TrialResult) -> Text | None:
+    """Where the trial's memory snapshot is, and what opens it; None for a trial without."""
+    path = result.memory_snapshot
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        return Text(f"memory snapshot: {path} (no longer there)", style="yellow")
+    return Text(f"memory snapshot: {path} (drag it onto https://pytorch.org/memory_viz)")
 
 
 def compare_table(results: Sequence[TrialResult]) -> Table:

@@ -200,11 +200,14 @@ def measure(
     settings: MeasureConfig,
     beat_samples_per_s: float | None = None,
     on_phase: Callable[[str], None] = lambda phase: None,
+    memory_snapshot: str | None = None,
 ) -> tuple[Memory, Throughput]:
     """Build the trial's workload, warm it up and time it. Raises OutOfMemory as the step does.
     With beat_samples_per_s, timing stops as soon as this spec clearly cannot reach that rate.
     on_phase(name) is told each phase as it begins: building, compiling or first step, warm-up,
-    timing."""
+    timing. memory_snapshot: torch's memory snapshot of the build, first step and warm-up (an
+    OOM's up to the OOM) is written there; recording stops before timing, which it would
+    slow."""
     device = torch.device(spec.device.value)
     memory: DeviceMemory = CudaMemory(device) if spec.device is Device.cuda else CpuMemory()
     marks = StepMarks(memory)
@@ -212,8 +215,9 @@ def measure(
     used_before = gpus.device_used_bytes(0) if spec.device is Device.cuda else None
     observed_request = _watch_cuda_oom() if spec.device is Device.cuda else None
     clock = _Clock(spec.device)
+    snapshot = Snapshot(memory_snapshot) if memory_snapshot and spec.device is Device.cuda else None
     try:
-        with memory.tracking():
+        with memory.tracking(), snapshot or contextlib.nullcontext():
             on_phase("building")
             training = build(spec, device)
             marks.training = training
@@ -238,6 +242,8 @@ def measure(
                 t for t in tree_leaves(training.batch) if isinstance(t, torch.Tensor)
             )
             warmup_s = clock.lap()
+        if snapshot is not None:
+            snapshot.write()
         on_phase("timing")
         times, stopped = time_steps(training, settings, beat_samples_per_s)
         timing_s = clock.lap()
@@ -467,3 +473,31 @@ def _address_space_bytes() -> int:
             if line.startswith("VmSize:"):
                 return int(line.split()[1]) * 1024
     raise RuntimeError("cannot read VmSize from /proc/self/status")
+
+
+class Snapshot:
+    """torch's memory snapshot (torch.cuda.memory._record_memory_history, the format that
+    pytorch.org/memory_viz loads), recorded while the context is open and written whole, or not
+    at all, by write() or, on an error such as an OOM, on the way out."""
+
+    MAX_ENTRIES = 100_000  # allocator events kept (torch's docs use this)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.recording = False
+
+    def __enter__(self) -> Snapshot:
+        torch.cuda.memory._record_memory_history(max_entries=self.MAX_ENTRIES)
+        self.recording = True
+        return self
+
+    def write(self) -> None:
+        if self.recording:
+            partial = self.path + ".part"
+            torch.cuda.memory._dump_snapshot(partial)
+            os.replace(partial, self.path)
+            torch.cuda.memory._record_memory_history(enabled=None)
+            self.recording = False
+
+    def __exit__(self, *exc: object) -> None:
+        self.write()

@@ -175,6 +175,7 @@ class TrialResult:
     wall_s: float  # the whole trial, process start to exit
     id: int | None = None  # set by the store
     created_at: str | None = None  # ISO 8601, UTC; set by the store
+    memory_snapshot: str | None = None  # the file torch's memory snapshot was written to
 
     @property
     def samples_per_s(self) -> float:
@@ -203,6 +204,7 @@ class TrialResult:
             "environment": _part(self.environment),
             "failure": _part(self.failure),
             "wall_s": self.wall_s,
+            "memory_snapshot": self.memory_snapshot,
         }
 
 

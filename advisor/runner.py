@@ -53,6 +53,7 @@ def run_trial(
     gpu: str | None = None,
     compile_cache: Path | None = None,
     cancel: threading.Event | None = None,
+    memory_snapshot: Path | None = None,
 ) -> TrialResult:
     """Measure one spec in a fresh worker process; never raises for what the trial did, only
     WorkloadError for a workload that breaks its contract (nothing to store).
@@ -61,11 +62,14 @@ def run_trial(
     best). on_phase: told the worker's phase as it changes. gpu: the CUDA_VISIBLE_DEVICES entry
     the worker runs on (None: as this process sees them). compile_cache: torch.compile's
     cache, shared by the trials (a warm cache compiles in a fraction of the time). cancel:
-    once set, the worker is killed and KeyboardInterrupt raised (nothing to store)."""
+    once set, the worker is killed and KeyboardInterrupt raised (nothing to store).
+    memory_snapshot: the worker writes torch's memory snapshot of the trial's build and
+    warm-up there (CUDA), and the result names it."""
     request = {
         "spec": spec.to_dict(),
         "measure": dataclasses.asdict(settings),
         "beat_samples_per_s": beat_samples_per_s,
+        "memory_snapshot": str(memory_snapshot) if memory_snapshot else None,
     }
     started = time.perf_counter()
     _remove_leftovers()
@@ -120,6 +124,7 @@ def run_trial(
             else None,
             failure=failure_from_dict(outcome["failure"]) if "failure" in outcome else None,
             wall_s=wall_s,
+            memory_snapshot=outcome.get("memory_snapshot"),
         )
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
 import json
 from typing import Any
@@ -112,9 +113,13 @@ class TrialSpec:
     def effective_batch_size(self) -> int:
         return self.batch_size * self.grad_accum
 
-    @property
+    # (hash and uncapped are kept once worked out: the spec is frozen, and a recommendation
+    # from 100k stored trials asks them thousands of times)
+    @functools.cached_property
     def uncapped(self) -> TrialSpec:
         """The training setting alone: this spec without the cap it was measured under."""
+        if self.memory_cap_bytes is None:
+            return self
         return dataclasses.replace(self, memory_cap_bytes=None)
 
     def to_dict(self) -> dict[str, Any]:
@@ -123,7 +128,7 @@ class TrialSpec:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
-    @property
+    @functools.cached_property
     def hash(self) -> str:
         """Identifies the same experiment across runs: sha256 of the canonical JSON, 16 hex. A
         workload file counts by its name and code, not by the folder it was found in."""
@@ -152,7 +157,14 @@ class TrialSpec:
 
     @classmethod
     def from_json(cls, text: str) -> TrialSpec:
-        return cls.from_dict(json.loads(text))
+        """The spec stored as this text; one spec for each text (specs are frozen), so that
+        stored trials of one setting share it and its hash."""
+        return _parsed(text)
+
+
+@functools.lru_cache(maxsize=16384)
+def _parsed(text: str) -> TrialSpec:
+    return TrialSpec.from_dict(json.loads(text))
 
 
 def plain(value: Any) -> Any:

@@ -36,6 +36,7 @@ def run(
     settings: MeasureConfig,
     beat_samples_per_s: float | None = None,
     phase_path: str | None = None,
+    memory_snapshot: str | None = None,
 ) -> dict[str, Any]:
     apply_memory_cap(spec)
     if spec.device is Device.cuda:
@@ -43,7 +44,8 @@ def run(
             raise RuntimeError("device=cuda but torch sees no CUDA GPU here; use device=cpu")
         torch.backends.cudnn.benchmark = True
     try:
-        memory, throughput = measure(spec, settings, beat_samples_per_s, _phase_writer(phase_path))
+        memory, throughput = measure(spec, settings, beat_samples_per_s,
+                                     _phase_writer(phase_path), memory_snapshot)  # fmt: skip
     except WorkloadError as error:
         return {"workload_error": str(error)}
     except OutOfMemory as oom:
@@ -52,13 +54,20 @@ def run(
             "status": Status.oom.value,
             "environment": dataclasses.asdict(environment(spec)),
             "failure": plain(dataclasses.asdict(failure)),
+            **_snapshot(memory_snapshot),
         }
     return {
         "status": Status.ok.value,
         "environment": dataclasses.asdict(environment(spec)),
         "memory": plain(dataclasses.asdict(memory)),
         "throughput": plain(dataclasses.asdict(throughput)),
+        **_snapshot(memory_snapshot),
     }
+
+
+def _snapshot(path: str | None) -> dict[str, str]:
+    """The snapshot's path, where measure wrote one (an OOM's too)."""
+    return {"memory_snapshot": path} if path and os.path.isfile(path) else {}
 
 
 def _phase_writer(path: str | None) -> Callable[[str], None]:
@@ -121,6 +130,7 @@ def main() -> None:
         MeasureConfig(**request.get("measure", {})),
         request.get("beat_samples_per_s"),
         sys.argv[2] if len(sys.argv) > 2 else None,
+        request.get("memory_snapshot"),
     )
     tmp = sys.argv[1] + ".tmp"
     with open(tmp, "w") as f:

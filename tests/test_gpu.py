@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from conftest import FAST
+from conftest import FAST, FAST_OVERRIDES
 
 from advisor.config import load, trial_spec
 from advisor.result import Phase, Status
@@ -98,3 +100,23 @@ def test_a_sweep_for_a_smaller_gpu_runs_its_trials_under_the_targets_cap(db_url,
     assert len(repeats) >= 2 and all(r["spec"]["memory_cap_bytes"] == cap for r in repeats)
     assert answer["recommendation"]["id"] in {r["id"] for r in repeats}
     assert answer["confirmation"]["id"] == repeats[0]["id"]
+
+
+def test_a_memory_snapshot_of_the_build_and_warm_up(tmp_path, db_url):
+    import pickle
+
+    from test_cli import advisor
+
+    path = tmp_path / "trial.pickle"
+    done = advisor("run", "model=tiny_cnn", "device=cuda", "batch_size=64", *FAST_OVERRIDES,
+                   f"memory_snapshot={path}", "--json", db_url=db_url)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    trial = json.loads(done.stdout)
+    assert trial["status"] == "ok" and trial["memory_snapshot"] == str(path)
+    snapshot = pickle.loads(path.read_bytes())
+    assert snapshot["segments"] and any(snapshot["device_traces"])  # memory_viz's two views
+    sizes = [event["size"] for trace in snapshot["device_traces"] for event in trace
+             if event["action"] == "alloc"]  # fmt: skip
+    assert max(sizes) > 0 and not path.with_suffix(".pickle.part").exists()
+    shown = advisor("show", str(trial["id"]), db_url=db_url)
+    assert f"memory snapshot: {path}" in shown.stdout.replace("\n", "")

@@ -33,6 +33,7 @@ def to_record(result: TrialResult) -> dict[str, Any]:
         "failure": parts(result.failure),
         "wall_s": result.wall_s,
         "created_at": result.created_at,
+        "memory_snapshot": result.memory_snapshot,
     }
 
 
@@ -49,4 +50,5 @@ def from_record(record: dict[str, Any]) -> TrialResult:
         failure=None if failure is None else failure_from_dict(failure),
         wall_s=record["wall_s"],
         created_at=record["created_at"],
+        memory_snapshot=record.get("memory_snapshot"),  # (not in exports before schema 0007)
     )

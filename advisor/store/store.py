@@ -6,12 +6,16 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import itertools
 import json
 import os
+import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Row, RowMapping, Select, func, select
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -38,6 +42,9 @@ STUDY_URL_VARIABLE = "ADVISOR_STUDY_DB_URL"
 _MEMORY_FIELDS = [f.name for f in dataclasses.fields(Memory)]
 _THROUGHPUT_FIELDS = [f.name for f in dataclasses.fields(Throughput)]
 _ENVIRONMENT_FIELDS = [f.name for f in dataclasses.fields(Environment)]
+_TRIAL_COLUMNS = list(TrialRow.__table__.columns)  # what a trial is read from
+CACHED_TRIALS = 50_000  # trials a Store keeps read (about 2 KB each), then it starts again
+READ_CHUNK = 5_000  # ids in one IN (...) (SQLite's limit on parameters is 32,766)
 
 
 def default_url() -> str:
@@ -67,6 +74,9 @@ class Store:
         except (SQLAlchemyError, ArgumentError, OSError) as error:
             raise schema.why_unusable(self.url, error) from None
         self._session = sessionmaker(self.engine, expire_on_commit=False)
+        self._read: dict[int, TrialResult] = {}  # stored trials read so far, by id
+        self._environment: dict[int, Environment] = {}
+        self._lock = threading.Lock()  # (the dashboard reads in several threads)
         self.unspooled = self._store_spooled()
 
     def check_writable(self) -> None:
@@ -133,6 +143,36 @@ class Store:
                 _link(session, sweep_id, trial_id, reused=False, repeat=repeat)
         return dataclasses.replace(result, id=trial_id)
 
+    def add_new(self, results: Iterable[TrialResult], chunk: int = 1000) -> tuple[int, int]:
+        """Store the trials not stored yet (one is its spec measured at a moment), a chunk per
+        transaction: (stored, already here). An import of 100k trials is a hundred
+        transactions, not 100k."""
+        stored = skipped = 0
+        trials = iter(results)
+        while part := list(itertools.islice(trials, chunk)):
+            with self._session.begin() as session:
+                hashes = {r.spec.hash for r in part}
+                query = select(TrialRow.spec_hash, TrialRow.created_at).where(
+                    TrialRow.spec_hash.in_(hashes)
+                )
+                here = {(h, _utc(when)) for h, when in session.execute(query)}
+                environments: dict[Environment, EnvironmentRow] = {}
+                for result in part:
+                    assert result.created_at is not None
+                    created = datetime.datetime.fromisoformat(result.created_at)
+                    if (result.spec.hash, created) in here:
+                        skipped += 1
+                        continue
+                    here.add((result.spec.hash, created))
+                    row = _trial_row(result, created)
+                    if (env := result.environment) is not None:
+                        if env not in environments:
+                            environments[env] = _environment_row(session, env)
+                        row.environment = environments[env]
+                    session.add(row)
+                    stored += 1
+        return stored, skipped
+
     def _store_spooled(self) -> int:
         """Store what the spool kept for this database (once: a trial already stored, the same
         spec measured at the same moment, is not stored again); how many were stored. What
@@ -171,7 +211,7 @@ class Store:
     ) -> list[TrialResult]:
         """Stored trials, newest first: those of the model, status and spec hash given, and
         those `where` lets through."""
-        query = select(TrialRow).order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
+        query = select(*_TRIAL_COLUMNS).order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
         if model is not None:
             query = query.where(TrialRow.model == model)
         if status is not None:
@@ -181,13 +221,43 @@ class Store:
         query = (where or TrialFilter()).apply(query)
         if limit is not None:
             query = query.limit(limit)
-        with self._session() as session:
-            return [_result(row) for row in session.scalars(query)]
+        return self._results(query)
 
     def get(self, trial_id: int) -> TrialResult | None:
+        found = self._results(select(*_TRIAL_COLUMNS).where(TrialRow.id == trial_id))
+        return found[0] if found else None
+
+    def _results(self, query: Select[Any]) -> list[TrialResult]:
+        """The trials a query of _TRIAL_COLUMNS selects, in its order. A stored trial never
+        changes, so those read before are taken from memory (a recommendation from 2,000
+        trials re-reads none of them); the rest are read as plain rows (ORM objects took twice
+        as long), with their environments."""
         with self._session() as session:
-            row = session.get(TrialRow, trial_id)
-            return None if row is None else _result(row)
+            ids = list(session.scalars(query.with_only_columns(TrialRow.id)))
+            with self._lock:
+                known = {i: self._read[i] for i in ids if i in self._read}
+            missing = [i for i in ids if i not in known]
+            rows: list[Row[Any]] = []
+            for start in range(0, len(missing), READ_CHUNK):
+                part = missing[start : start + READ_CHUNK]
+                rows += session.execute(select(*_TRIAL_COLUMNS).where(TrialRow.id.in_(part)))
+            environments = self._environments(session, {row.environment_id for row in rows})
+        read = {row.id: _result(row._mapping, environments.get(row.environment_id))
+                for row in rows}  # fmt: skip
+        with self._lock:
+            if len(self._read) + len(read) > CACHED_TRIALS:
+                self._read.clear()
+            self._read.update(read)
+        return [known[i] if i in known else read[i] for i in ids]
+
+    def _environments(self, session: Session, ids: set[int | None]) -> dict[int, Environment]:
+        wanted = {i for i in ids if i is not None} - self._environment.keys()
+        if wanted:
+            query = select(EnvironmentRow).where(EnvironmentRow.id.in_(wanted))
+            for env in session.scalars(query):
+                fields = {name: getattr(env, name) for name in _ENVIRONMENT_FIELDS}
+                self._environment[env.id] = Environment(**fields)
+        return self._environment
 
     def model_names(self) -> list[str]:
         """The names of the models with stored trials."""
@@ -203,17 +273,16 @@ class Store:
         hashes = [spec.hash] if spec.memory_cap_bytes is None else [spec.hash, spec.uncapped.hash]
         for spec_hash in hashes:
             query = (
-                select(TrialRow)
-                .join(TrialRow.environment)
+                select(*_TRIAL_COLUMNS)
+                .join(EnvironmentRow, TrialRow.environment_id == EnvironmentRow.id)
                 .where(TrialRow.spec_hash == spec_hash, TrialRow.status.in_(["ok", "oom"]))
                 .where(EnvironmentRow.device_name == device_name, EnvironmentRow.torch == torch)
                 .order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
                 .limit(1)
             )
-            with self._session() as session:
-                row = session.scalar(query)
-                if row is not None:
-                    return _result(row)
+            found = self._results(query)
+            if found:
+                return found[0]
         return None
 
     def open_sweep(self, sweep: Sweep) -> Sweep:
@@ -247,13 +316,17 @@ class Store:
     def sweep_trials(self, sweep_id: int) -> list[tuple[TrialResult, bool]]:
         """The trials a sweep used, in order, each with whether it was reused from history."""
         query = (
-            select(TrialRow, SweepTrialRow.reused)
+            select(*_TRIAL_COLUMNS)
             .join(SweepTrialRow, SweepTrialRow.trial_id == TrialRow.id)
             .where(SweepTrialRow.sweep_id == sweep_id)
             .order_by(SweepTrialRow.position)
         )
+        links = select(SweepTrialRow.trial_id, SweepTrialRow.reused).where(
+            SweepTrialRow.sweep_id == sweep_id
+        )
         with self._session() as session:
-            return [(_result(row), reused) for row, reused in session.execute(query)]
+            reused = {trial_id: flag for trial_id, flag in session.execute(links)}
+        return [(r, reused[r.id]) for r in self._results(query) if r.id is not None]
 
     def sweeps(self) -> list[tuple[Sweep, int]]:
         """Every stored sweep, newest first, with how many trials it used."""
@@ -379,6 +452,7 @@ def _trial_row(result: TrialResult, now: datetime.datetime) -> TrialRow:
         fingerprint=spec.model.fingerprint,
         status=result.status.value,
         wall_s=result.wall_s,
+        memory_snapshot=result.memory_snapshot,
     )
     if failure is not None:
         row.failure_phase = failure.phase.value if failure.phase else None
@@ -395,35 +469,31 @@ def _trial_row(result: TrialResult, now: datetime.datetime) -> TrialRow:
     return row
 
 
-def _result(row: TrialRow) -> TrialResult:
-    memory = throughput = failure = environment = None
-    if row.peak_allocated_bytes is not None:
-        memory = memory_from_dict({name: getattr(row, name) for name in _MEMORY_FIELDS})
-    if row.step_s_median is not None:
-        throughput = throughput_from_dict({name: getattr(row, name) for name in _THROUGHPUT_FIELDS})
-    if row.failure_message is not None:
-        failure = failure_from_dict(
-            {
-                "phase": row.failure_phase,
-                "requested_bytes": row.failure_requested_bytes,
-                "message": row.failure_message,
-            }
-        )
-    if row.environment is not None:
-        environment = Environment(
-            **{name: getattr(row.environment, name) for name in _ENVIRONMENT_FIELDS}
-        )
-    created = row.created_at
-    if created.tzinfo is None:  # SQLite hands back naive datetimes; they were stored as UTC
-        created = created.replace(tzinfo=datetime.UTC)
+def _result(row: RowMapping, environment: Environment | None) -> TrialResult:
+    """A trial from a row of _TRIAL_COLUMNS."""
+    memory = throughput = failure = None
+    if row["peak_allocated_bytes"] is not None:
+        memory = memory_from_dict({name: row[name] for name in _MEMORY_FIELDS})
+    if row["step_s_median"] is not None:
+        throughput = throughput_from_dict({name: row[name] for name in _THROUGHPUT_FIELDS})
+    if row["failure_message"] is not None:
+        failure = failure_from_dict({"phase": row["failure_phase"],
+                                     "requested_bytes": row["failure_requested_bytes"],
+                                     "message": row["failure_message"]})  # fmt: skip
     return TrialResult(
-        spec=TrialSpec.from_json(row.spec_json),
-        status=Status(row.status),
+        spec=TrialSpec.from_json(row["spec_json"]),
+        status=Status(row["status"]),
         environment=environment,
         memory=memory,
         throughput=throughput,
         failure=failure,
-        wall_s=row.wall_s,
-        id=row.id,
-        created_at=created.isoformat(),
+        wall_s=row["wall_s"],
+        id=row["id"],
+        created_at=_utc(row["created_at"]).isoformat(),
+        memory_snapshot=row["memory_snapshot"],
     )
+
+
+def _utc(when: datetime.datetime) -> datetime.datetime:
+    """SQLite hands back naive datetimes; they were stored as UTC."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.UTC)

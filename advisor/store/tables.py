@@ -35,7 +35,10 @@ class TrialRow(Base):
     status, and every figure in bytes and seconds."""
 
     __tablename__ = "trials"
-    __table_args__ = (Index("ix_trials_model_created", "model", "created_at"),)
+    __table_args__ = (
+        Index("ix_trials_model_created", "model", "created_at"),
+        Index("ix_trials_created", "created_at", "id"),  # newest first, for history's pages
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime(timezone=True))
@@ -58,6 +61,7 @@ class TrialRow(Base):
 
     status: Mapped[str] = mapped_column(String(20), index=True)
     wall_s: Mapped[float] = mapped_column(Float)
+    memory_snapshot: Mapped[str | None] = mapped_column(Text)  # its file; None before 0007
     environment_id: Mapped[int | None] = mapped_column(ForeignKey("environments.id"))
     environment: Mapped[EnvironmentRow | None] = relationship(lazy="joined")
 

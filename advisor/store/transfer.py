@@ -45,14 +45,7 @@ def import_into(store: Store, source: str) -> tuple[int, int]:
     """Store the trials of an export (FILE.json) or of another advisor database (a SQLite file
     or a URL) that are not here yet: (stored, already here). Their sweeps stay behind: a sweep
     belongs to the database it ran on."""
-    stored = skipped = 0
-    for result in _trials_of(source):
-        if store.stored_already(result):
-            skipped += 1
-        else:
-            store.add(result)
-            stored += 1
-    return stored, skipped
+    return store.add_new(_trials_of(source))
 
 
 def _trials_of(source: str) -> Iterator[TrialResult]:
