@@ -237,7 +237,8 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
 @app.command()
 def export(filters: Overrides = None) -> None:
     """Write stored trials to a file: out=FILE.json (advisor import reads it back, into any
-    database) or out=FILE.csv (a column per figure, for spreadsheets).
+    database), out=FILE.csv (a column per figure, for spreadsheets) or out=FILE.parquet (the
+    same columns, typed, for pandas and the like; pip install 'advisor[parquet]').
 
     \b
     Filters as advisor history's (model=, gpu=, since=, sweep=, ...); all that match, unless
@@ -246,7 +247,7 @@ def export(filters: Overrides = None) -> None:
     """
     outs = [item for item in filters or [] if item.startswith("out=")]
     if len(outs) != 1 or outs[0] == "out=":
-        fail("export needs out=FILE.json or out=FILE.csv, once")
+        fail("export needs out=FILE.json, out=FILE.csv or out=FILE.parquet, once")
     path = Path(outs[0].removeprefix("out="))
     if not path.parent.is_dir():
         fail(f"out={path}: there is no folder {path.parent}; create it or name another file")

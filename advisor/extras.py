@@ -17,6 +17,7 @@ EXTRAS = {
     "fastapi": "serve",
     "uvicorn": "serve",
     "jinja2": "serve",
+    "pyarrow": "parquet",
 }
 
 

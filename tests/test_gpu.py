@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import FAST, FAST_OVERRIDES
@@ -104,8 +105,14 @@ def test_a_sweep_for_a_smaller_gpu_runs_its_trials_under_the_targets_cap(db_url,
 
 def test_a_memory_snapshot_of_the_build_and_warm_up(tmp_path, db_url):
     import pickle
+    import subprocess
+    import sys
 
-    from test_cli import advisor
+    def advisor(*args: str, db_url: str) -> subprocess.CompletedProcess[str]:
+        # python -m advisor: the GPU machine has the package on its path, not its script
+        return subprocess.run([sys.executable, "-m", "advisor", *args, f"db_url={db_url}"],
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "COLUMNS": "200"})  # fmt: skip
 
     path = tmp_path / "trial.pickle"
     done = advisor("run", "model=tiny_cnn", "device=cuda", "batch_size=64", *FAST_OVERRIDES,

@@ -135,8 +135,21 @@ def test_a_csv_export_has_a_column_per_figure_and_a_bad_import_is_one_line(db_ur
     (tmp_path / "junk.json").write_text('{"not": "an export"}')
     for args, said in [(["import", str(tmp_path / "junk.json")], "cannot be imported"),
                        (["import", str(tmp_path / "none.sqlite")], "no such file"),
-                       (["export", "out=x.parquet"], "export writes .json"),
+                       (["export", "out=x.xlsx"], "export writes .json"),
                        (["export"], "export needs out=FILE.json")]:  # fmt: skip
         bad = advisor(*args, db_url=db_url)
         assert bad.returncode == 2 and said in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_parquet_export_has_the_csvs_columns_typed(db_url, tmp_path):
+    import pyarrow.parquet
+
+    stored(db_url)
+    out = tmp_path / "all.parquet"
+    assert advisor("export", f"out={out}", "gpu=a100", db_url=db_url).returncode == 0
+    table = pyarrow.parquet.read_table(out)
+    assert table.num_rows == 2 and not (tmp_path / "all.parquet.part").exists()
+    assert sorted(table.column("spec.batch_size").to_pylist()) == [16, 32]
+    assert str(table.schema.field("throughput.samples_per_s").type) == "double"
+    assert str(table.schema.field("memory.device_peak_bytes").type) == "int64"

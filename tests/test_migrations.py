@@ -16,7 +16,7 @@ from sqlalchemy import create_engine
 
 from advisor.result import Phase, Status
 from advisor.store.schema import MIGRATIONS
-from advisor.store.store import Store
+from advisor.store.store import Store, TrialFilter
 from advisor.store.tables import Base
 
 SCHEMAS = Path(__file__).parent / "schemas"
@@ -57,6 +57,10 @@ def test_a_database_of_an_earlier_schema_upgrades_with_its_rows_intact(revision,
     assert ok.environment.device_name == "NVIDIA H200" and ok.environment.torch == "2.11.0"
     assert oom.failure.phase is Phase.forward and oom.failure.requested_bytes == 3_288_334_336
     assert crashed.failure.message.endswith("RuntimeError: boom") and crashed.memory is None
+    # each trial's source is read from its spec (0008), so history's workload= finds them
+    found = store.trials(where=TrialFilter(workload="catalog:torchvision_classifier"))
+    assert len(found) == (3 if revision >= "0003" else 0)  # before 0003 a trial had no source
+    assert ok.memory_snapshot is None  # none before 0007
     if revision >= "0002":
         assert [(r.id, reused) for r, reused in store.sweep_trials(1)] == [
             (1, False), (2, False), (3, False)

@@ -359,10 +359,8 @@ class TrialFilter:
     sweep_id: int | None = None  # used by this sweep
 
     def apply(self, query: Select[TrialRow]) -> Select[TrialRow]:
-        if self.workload is not None:  # in the spec's canonical JSON, the source's end
-            text = self.workload.replace("/", "//").replace("%", "/%").replace("_", "/_")
-            pattern = f'%"source":"%{text}","tokens_per_sample":%'
-            query = query.where(TrialRow.spec_json.like(pattern, escape="/"))
+        if self.workload is not None:  # the source's end
+            query = query.where(TrialRow.source.endswith(self.workload, autoescape=True))
         if self.gpu is not None or self.torch is not None:
             query = query.join(EnvironmentRow, TrialRow.environment_id == EnvironmentRow.id)
         if self.gpu is not None:
@@ -450,6 +448,7 @@ def _trial_row(result: TrialResult, now: datetime.datetime) -> TrialRow:
         expandable_segments=spec.expandable_segments,
         memory_cap_bytes=spec.memory_cap_bytes,
         fingerprint=spec.model.fingerprint,
+        source=spec.model.source,
         status=result.status.value,
         wall_s=result.wall_s,
         memory_snapshot=result.memory_snapshot,

@@ -37,7 +37,9 @@ class TrialRow(Base):
     __tablename__ = "trials"
     __table_args__ = (
         Index("ix_trials_model_created", "model", "created_at"),
-        Index("ix_trials_created", "created_at", "id"),  # newest first, for history's pages
+        # newest first, for history's pages; with the source, so that workload= (matched by
+        # its end, which no index orders) is checked in the index, not in each row
+        Index("ix_trials_created", "created_at", "id", "source"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -58,6 +60,9 @@ class TrialRow(Base):
     memory_cap_bytes: Mapped[int | None] = mapped_column(BigInteger)
     # the workload's code and library versions (WorkloadSpec.fingerprint); None before 0003
     fingerprint: Mapped[str | None] = mapped_column(String(16))
+    # where its function is (WorkloadSpec.source; "" before 0003), for history's workload=:
+    # matched by its end, which no index helps, so it is kept short, out of spec_json
+    source: Mapped[str] = mapped_column(Text, default="")
 
     status: Mapped[str] = mapped_column(String(20), index=True)
     wall_s: Mapped[float] = mapped_column(Float)

@@ -13,6 +13,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from advisor import extras
 from advisor.errors import ConfigError
 from advisor.result import TrialResult
 from advisor.store import schema
@@ -20,25 +21,43 @@ from advisor.store.records import from_record, to_record
 from advisor.store.store import Store
 
 FORMAT = "advisor-trials"  # what an export says it is
-FORMATS = (".json", ".csv")
+FORMATS = (".json", ".csv", ".parquet")
 
 
 def export(results: Sequence[TrialResult], path: Path) -> None:
-    """Write the trials to path (.json or .csv), whole or not at all."""
+    """Write the trials to path (.json, .csv or .parquet), whole or not at all."""
     if path.suffix not in FORMATS:
-        raise ConfigError(f"out={path}: export writes .json (imports again) or .csv, not that")
+        raise ConfigError(
+            f"out={path}: export writes .json (imports again), .csv or .parquet, not that"
+        )
+    if path.suffix == ".parquet":
+        extras.require("pyarrow", f"out={path}")
     partial = path.with_suffix(path.suffix + ".part")
-    with partial.open("w", newline="") as file:
-        if path.suffix == ".json":
-            json.dump({"format": FORMAT, "version": 1,
-                       "trials": [to_record(r) for r in results]}, file)  # fmt: skip
-        else:
-            rows = [dict(_flat(r.to_dict())) for r in results]
-            columns = list(dict.fromkeys(key for row in rows for key in row))
-            writer = csv.DictWriter(file, fieldnames=columns)
-            writer.writeheader()
-            writer.writerows(rows)
+    if path.suffix == ".parquet":  # a column per figure, as the CSV, typed
+        import pyarrow
+        import pyarrow.parquet
+
+        table = pyarrow.Table.from_pylist(_rows(results)) if results else pyarrow.table({})
+        pyarrow.parquet.write_table(table, partial)
+    else:
+        with partial.open("w", newline="") as file:
+            if path.suffix == ".json":
+                json.dump({"format": FORMAT, "version": 1,
+                           "trials": [to_record(r) for r in results]}, file)  # fmt: skip
+            else:
+                rows = _rows(results)
+                columns = list(dict.fromkeys(key for row in rows for key in row))
+                writer = csv.DictWriter(file, fieldnames=columns)
+                writer.writeheader()
+                writer.writerows(rows)
     partial.replace(path)
+
+
+def _rows(results: Sequence[TrialResult]) -> list[dict[str, Any]]:
+    """One flat row per trial, every row with every column (None where a trial has none)."""
+    rows = [dict(_flat(r.to_dict())) for r in results]
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    return [{column: row.get(column) for column in columns} for row in rows]
 
 
 def import_into(store: Store, source: str) -> tuple[int, int]:

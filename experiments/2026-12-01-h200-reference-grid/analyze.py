@@ -4,20 +4,28 @@ python3 analyze.py raw/chunk-* > summary.txt
 """
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 
 def history(folder: Path) -> list[dict]:
-    db = f"sqlite:///{(folder / 'grid-copy.sqlite').resolve()}"
-    out = subprocess.run(
-        [sys.executable, "-m", "advisor", "history", "limit=0", f"db_url={db}", "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return sorted(json.loads(out), key=lambda r: r["id"])
+    """The chunk's trials, read from a copy (opening a database upgrades its schema, and the
+    evidence stays as the device wrote it)."""
+    with tempfile.TemporaryDirectory() as work:
+        copy = Path(work) / "grid.sqlite"
+        shutil.copy(folder / "grid-copy.sqlite", copy)
+        done = subprocess.run(
+            [sys.executable, "-m", "advisor", "history", "limit=0", f"db_url=sqlite:///{copy}",
+             "--json"],
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+    if done.returncode != 0:
+        sys.exit(f"{folder}: {done.stderr}")
+    return sorted(json.loads(done.stdout), key=lambda r: r["id"])
 
 
 def setting(s: dict) -> str:

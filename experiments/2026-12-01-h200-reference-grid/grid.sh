@@ -6,6 +6,8 @@
 #   bash experiments/2026-12-01-h200-reference-grid/grid.sh OUT FIRST LAST [UNTIL_S]
 # measures specs FIRST..LAST (0-47, in the order below) into OUT/grid.sqlite, starting none
 # after UNTIL_S seconds (default 520), then packs OUT/grid.tgz. analyze.py reads every chunk.
+# SPECS="12 16 17" measures those instead, in that order (FIRST and LAST are then ignored): a
+# chunk of compiled specs measures the sweep's answer (12) on its own machine first.
 set -u
 out=$1; first=$2; last=$3; until_s=${4:-520}
 db="sqlite:///$out/grid.sqlite"
@@ -23,7 +25,7 @@ for batch in 2048 1024; do
     done
   done
 done
-for i in $(seq "$first" "$last"); do
+for i in ${SPECS:-$(seq "$first" "$last")}; do
   [ $SECONDS -lt "$until_s" ] || { echo "spec $i not started: past ${until_s}s" >> "$out/grid.time"; break; }
   s=$SECONDS
   python3 -m advisor run model=resnet50 ${specs[$i]} db_url=$db --json > "$out/run-$i.json" 2>> "$out/grid.err"

@@ -1,12 +1,10 @@
-"""the file a trial's memory snapshot was written to (advisor run memory_snapshot=FILE.pickle),
-and an index for reading trials newest first (history, the API: a page of 100k trials was a
-scan and a sort)
+"""the file a trial's memory snapshot was written to (advisor run memory_snapshot=FILE.pickle)
 
 Revision ID: 0007
 Revises: 0006
-Create Date: 2026-12-01 18:10:00
+Create Date: 2026-12-01 17:10:00
 
-Trials stored before this have no snapshot (NULL).
+Trials stored before this have none (NULL).
 """
 
 import sqlalchemy as sa
@@ -21,10 +19,8 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table("trials") as batch:
         batch.add_column(sa.Column("memory_snapshot", sa.Text(), nullable=True))
-    op.create_index("ix_trials_created", "trials", ["created_at", "id"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_trials_created", table_name="trials")
     with op.batch_alter_table("trials") as batch:
         batch.drop_column("memory_snapshot")
