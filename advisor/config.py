@@ -17,6 +17,7 @@ from omegaconf.errors import OmegaConfBaseException
 from advisor import extras, workload
 from advisor.errors import ConfigError
 from advisor.gpus import local_gpu
+from advisor.memory_model import DEFAULT_MARGIN
 from advisor.paths import CONF_DIR
 from advisor.spec import (
     Checkpointing,
@@ -104,7 +105,7 @@ class Config:
     patience: int = 6  # ... or after this many measured specs (past the designed first ones)
     # without a faster one that fits
     workers: str = "auto"  # trials at once: auto is one on each visible GPU (1 on the CPU), or N
-    margin: float = 0.05  # fraction of the target's memory kept free
+    margin: float = DEFAULT_MARGIN  # fraction of the target's memory kept free
     study_db_url: str | None = None  # Optuna's storage (default db/optuna.sqlite)
 
 

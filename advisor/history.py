@@ -9,9 +9,8 @@ import datetime
 from collections.abc import Mapping
 
 from advisor import gpus
-from advisor.config import Config
 from advisor.errors import ConfigError
-from advisor.memory_model import Target
+from advisor.memory_model import DEFAULT_MARGIN, Target
 from advisor.recommendation import Recommendation, recommend
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
@@ -20,7 +19,6 @@ from advisor.store.store import Store, TrialFilter
 FILTERS = ("model", "workload", "status", "gpu", "torch", "since", "until", "sweep", "hash",
            "limit")  # fmt: skip
 MAX_LIMIT = 2**31  # rows: more than any database here holds, well inside SQL's 64-bit LIMIT
-DEFAULT_MARGIN = Config.margin
 
 
 @dataclasses.dataclass(frozen=True)

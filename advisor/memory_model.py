@@ -59,6 +59,9 @@ def fit(points: Sequence[tuple[int, int]], fixed_bytes: int | None = None) -> Af
     return AffineFit(intercept, slope, residual, n)
 
 
+DEFAULT_MARGIN = 0.05  # fraction of the target's memory kept free unless margin= says
+
+
 @dataclasses.dataclass(frozen=True)
 class Target:
     """The GPU memory a sweep must fit: a profile's, a budget, or the local GPU's."""

@@ -4,12 +4,12 @@ PNGs. Units appear here only; everything upstream is bytes and seconds."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from advisor.estimator import Calibration, Estimate
 from advisor.memory_model import Target
 from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.result import (
@@ -22,6 +22,9 @@ from advisor.result import (
 )
 from advisor.spec import Device, TrialSpec
 from advisor.steps import Step, SweepProgress
+
+if TYPE_CHECKING:  # (the estimator brings torch; history's tables need none)
+    from advisor.estimator import Calibration, Estimate
 
 # The categories of a breakdown, in the order they are stacked, with their colours.
 COLOURS = {
