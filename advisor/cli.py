@@ -6,23 +6,20 @@ import dataclasses
 import json
 import os
 import signal
-import socket
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
-from advisor import extras, history_view, plots, report
-from advisor import history as history_queries
+from advisor import extras, history_view, plots, queries, report
 from advisor.errors import AdvisorError, StoreError
 from advisor.recommendation import Against
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
 from advisor.store import schema, transfer
-from advisor.store.store import Store, default_url
+from advisor.store.store import Store
 
 app = typer.Typer(
     help="Measure where GPU memory and time go in real PyTorch training steps.\n\n"
@@ -70,7 +67,8 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     Exit status: 0 when measured (an OOM is a measurement), 1 if the trial crashed or timed out
       (or the database cannot be opened), 2 for a setting or workload to fix (nothing stored).
     """
-    app_layer = _app()
+    from advisor import app as app_layer  # (torch: only the verbs that measure import it)
+
     cfg = app_layer.configure(overrides=overrides or [])
     _check_plot(cfg.plot)
     spec = app_layer.trial_spec(cfg)
@@ -118,7 +116,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       plot=FILE.png names it.
     """
     given = overrides or []
-    app_layer = _app()
+    from advisor import app as app_layer
     from advisor.progress import SweepDisplay
 
     cfg = app_layer.configure(overrides=given)
@@ -184,7 +182,9 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
     Throughput comes from whatever GPU measured it (the output says which); whether a setting
     fits transfers between GPUs with the same torch version.
     """
-    rec = _app().recommend(overrides=overrides or [])
+    from advisor import app as app_layer
+
+    rec = app_layer.recommend(overrides=overrides or [])
     if as_json:
         print(json.dumps(rec.to_dict(), indent=2))
     else:
@@ -207,7 +207,9 @@ def estimate_command(overrides: Overrides = None, as_json: JsonFlag = False) -> 
     Takes every knob of advisor run; gpu= names the target (default: the local GPU).
     """
     with err.status("estimating on fake tensors"):
-        result = _app().estimate(overrides=overrides or [])
+        from advisor import app as app_layer
+
+        result = app_layer.estimate(overrides=overrides or [])
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
@@ -277,14 +279,14 @@ def _matching(filters: list[str], default_limit: int) -> list[TrialResult]:
     """The stored trials that history's filters select, newest first; a limit that leaves some
     out says so on stderr (where a table or JSON does not)."""
     given: dict[str, str] = {}
+    keys = (*queries.FILTERS, "db_url")
     for item in filters:
         key, sep, value = item.partition("=")
-        if not sep or key not in (*history_queries.FILTERS, "db_url"):
-            keys = ", ".join((*history_queries.FILTERS, "db_url"))
-            fail(f"unknown filter {item!r}; use KEY=VALUE with KEY one of {keys}")
+        if not sep or key not in keys:
+            fail(f"unknown filter {item!r}; use KEY=VALUE with KEY one of {', '.join(keys)}")
         given[key] = value
     url = given.pop("db_url", None)
-    results, more = history_queries.trial_query(given, default_limit).run(Store(url))
+    results, more = queries.trial_query(given, default_limit).run(Store(url))
     if more:
         err.print(f"the newest {len(results)} shown; more match (limit=0 for all)", highlight=False)
     return results
@@ -371,31 +373,13 @@ def serve(
         extras.require(library, "advisor serve")
     import uvicorn
 
-    from advisor.serve import create_app
+    from advisor import serve as server
 
-    if not 1 <= port <= 65535:
-        fail(f"--port must be from 1 to 65535, got {port}")
-    url = _only_db_url(options)
-    file = schema.sqlite_file(url or default_url())
-    if file is not None and not file.is_file():
-        fail(f"no results database at {file}; measure a trial first, or name one with db_url=")
-    store = Store(url)
-    try:
-        socket.create_server((host, port)).close()
-    except OSError as error:
-        fail(f"cannot listen on {host}:{port} ({error.strerror}); choose another --port")
-    err.print(f"serving {store.url} read-only on http://{host}:{port}/ (Ctrl-C stops)",
-              highlight=False)  # fmt: skip
-    uvicorn.run(create_app(store), host=host, port=port, log_level="warning")
-
-
-def _app() -> ModuleType:
-    """The verbs that measure or estimate (advisor.app, with torch, Hydra and Optuna), imported
-    by those verbs alone: history's verbs start in a fraction of the time (torch's import is
-    2.4 s of the 3.2 s that `advisor history` took)."""
-    from advisor import app
-
-    return app
+    server.check_listening(host, port)
+    store = server.open_store(_only_db_url(options))
+    err.print(f"serving {schema.shown(store.url)} read-only on http://{host}:{port}/ "
+              "(Ctrl-C stops)", highlight=False)  # fmt: skip
+    uvicorn.run(server.create_app(store), host=host, port=port, log_level="warning")
 
 
 def _only_db_url(options: list[str] | None) -> str | None:

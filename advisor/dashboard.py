@@ -8,27 +8,26 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from rich.console import Console, RenderableType
 
-from advisor import api, extras, gpus, history_view, plots, report
+from advisor import api, extras, gpus, history_view, plots, queries, report
 from advisor.errors import ConfigError
 from advisor.result import Memory
+from advisor.store import schema
 from advisor.store.store import Store
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 TEMPLATES.env.globals.update(describe=report.describe, gib=report.gib)
-FILTER_HINTS = (("model", "resnet50"), ("workload", "my_model.py:workload"),
-                ("status", "ok"), ("gpu", "h200"), ("torch", "2.11"),
-                ("since", "2026-12-01"), ("until", ""), ("sweep", "id"), ("hash", ""),
-                ("limit", "100"))  # fmt: skip
-Id = Annotated[int, PathParam(ge=1, le=2**63 - 1)]
+HINTS = {"model": "resnet50", "workload": "my_model.py:workload", "status": "ok", "gpu": "h200",
+         "torch": "2.11", "since": "2026-12-01", "sweep": "id", "limit": "100"}  # fmt: skip
+FILTER_HINTS = [(key, HINTS.get(key, "")) for key in queries.FILTERS]  # the form's fields
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +53,7 @@ def router(store: Store) -> APIRouter:
 
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:
         return TEMPLATES.TemplateResponse(
-            request, name, {"database": store.url, **context},
+            request, name, {"database": schema.shown(store.url), **context},
             status_code=400 if context.get("error") else 200,
         )  # fmt: skip
 
@@ -70,8 +69,8 @@ def router(store: Store) -> APIRouter:
                     results=results, more=more, error=message)  # fmt: skip
 
     @pages.get("/trials/{trial_id}")
-    def trial(request: Request, trial_id: Id) -> HTMLResponse:
-        result = api.stored_trial(store, trial_id)
+    def trial(request: Request, trial_id: api.Id) -> HTMLResponse:
+        result = queries.stored_trial(store, trial_id)
         env = result.environment
         device_memory = env.device_memory_bytes if env else None
         shown: list[RenderableType] = [
@@ -88,9 +87,9 @@ def router(store: Store) -> APIRouter:
         return page(request, "sweeps.html", sweeps=store.sweeps())
 
     @pages.get("/sweeps/{sweep_id}")
-    def sweep(request: Request, sweep_id: Id) -> HTMLResponse:
-        found, used = api.stored_sweep(store, sweep_id)
-        rec = api.sweep_recommendation(found, used)
+    def sweep(request: Request, sweep_id: api.Id) -> HTMLResponse:
+        found, used = queries.stored_sweep(store, sweep_id)
+        rec = queries.sweep_recommendation(found, used)
         plot, no_plot = None, None
         if not extras.installed("matplotlib"):
             no_plot = "the plot needs matplotlib: pip install 'advisor[plots]'"
@@ -108,7 +107,7 @@ def router(store: Store) -> APIRouter:
         shown, message = None, None
         if given.get("model"):
             try:
-                rec = api.recommendation(store, given)
+                rec = queries.recommendation(store, given)
             except ConfigError as error:
                 message = str(error)
             else:
@@ -119,11 +118,13 @@ def router(store: Store) -> APIRouter:
     return pages
 
 
-def error_page(request: Request, status: int, message: str) -> HTMLResponse:
+def error_page(
+    request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
+) -> HTMLResponse:
     """A 4xx or 503 as a page (the JSON API answers its own)."""
     return TEMPLATES.TemplateResponse(
         request, "error.html", {"status": status, "message": message, "database": ""},
-        status_code=status,
+        status_code=status, headers=headers,
     )  # fmt: skip
 
 

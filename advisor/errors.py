@@ -17,5 +17,10 @@ class WorkloadError(AdvisorError):
     value, batch() raising, a loss that is not a scalar (exit status 2; nothing is stored)."""
 
 
+class NotStored(AdvisorError, LookupError):
+    """An id (a trial's, a sweep's) that the results database does not hold (exit status 2;
+    the API's 404)."""
+
+
 class StoreError(AdvisorError):
     """The results database cannot be opened or written (exit status 1)."""

@@ -39,7 +39,7 @@ def history_table(results: Sequence[TrialResult]) -> Table:
             (r.created_at or "")[:19].replace("T", " "),
             describe(r),
             r.status.value,
-            f"{t.samples_per_s:,.1f}" if t else "-",
+            rate(t),  # ≤ for a cut one: its rate is a bound
             gib(m.device_peak_bytes) if m else "-",
             env.device_name if env else "-",
             _code(r),

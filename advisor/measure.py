@@ -33,6 +33,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from advisor import gpus
 from advisor.config import MeasureConfig
 from advisor.result import Memory, Phase, Throughput, TimingStop
+from advisor.snapshot import MemorySnapshot
 from advisor.spec import Device, TrialSpec
 from advisor.training import Training, build, build_model, device_batch, train_step, workload_of
 
@@ -205,8 +206,8 @@ def measure(
     """Build the trial's workload, warm it up and time it. Raises OutOfMemory as the step does.
     With beat_samples_per_s, timing stops as soon as this spec clearly cannot reach that rate.
     on_phase(name) is told each phase as it begins: building, compiling or first step, warm-up,
-    timing. memory_snapshot: torch's memory snapshot of the build, first step and warm-up (an
-    OOM's up to the OOM) is written there; recording stops before timing, which it would
+    timing. memory_snapshot: torch's memory snapshot of the build, first step and warm-up (of
+    an OOM there, up to it) is written there; recording stops before timing, which it would
     slow."""
     device = torch.device(spec.device.value)
     memory: DeviceMemory = CudaMemory(device) if spec.device is Device.cuda else CpuMemory()
@@ -215,7 +216,9 @@ def measure(
     used_before = gpus.device_used_bytes(0) if spec.device is Device.cuda else None
     observed_request = _watch_cuda_oom() if spec.device is Device.cuda else None
     clock = _Clock(spec.device)
-    snapshot = Snapshot(memory_snapshot) if memory_snapshot and spec.device is Device.cuda else None
+    snapshot = None
+    if memory_snapshot and spec.device is Device.cuda:
+        snapshot = MemorySnapshot(memory_snapshot)
     try:
         with memory.tracking(), snapshot or contextlib.nullcontext():
             on_phase("building")
@@ -242,8 +245,6 @@ def measure(
                 t for t in tree_leaves(training.batch) if isinstance(t, torch.Tensor)
             )
             warmup_s = clock.lap()
-        if snapshot is not None:
-            snapshot.write()
         on_phase("timing")
         times, stopped = time_steps(training, settings, beat_samples_per_s)
         timing_s = clock.lap()
@@ -473,31 +474,3 @@ def _address_space_bytes() -> int:
             if line.startswith("VmSize:"):
                 return int(line.split()[1]) * 1024
     raise RuntimeError("cannot read VmSize from /proc/self/status")
-
-
-class Snapshot:
-    """torch's memory snapshot (torch.cuda.memory._record_memory_history, the format that
-    pytorch.org/memory_viz loads), recorded while the context is open and written whole, or not
-    at all, by write() or, on an error such as an OOM, on the way out."""
-
-    MAX_ENTRIES = 100_000  # allocator events kept (torch's docs use this)
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.recording = False
-
-    def __enter__(self) -> Snapshot:
-        torch.cuda.memory._record_memory_history(max_entries=self.MAX_ENTRIES)
-        self.recording = True
-        return self
-
-    def write(self) -> None:
-        if self.recording:
-            partial = self.path + ".part"
-            torch.cuda.memory._dump_snapshot(partial)
-            os.replace(partial, self.path)
-            torch.cuda.memory._record_memory_history(enabled=None)
-            self.recording = False
-
-    def __exit__(self, *exc: object) -> None:
-        self.write()

@@ -168,7 +168,7 @@ def _throughput_line(result: TrialResult) -> Text:
     assert t is not None
     cpu = " (on the CPU)" if result.spec.device.value == "cpu" else ""
     parts = [
-        f"{t.samples_per_s:,.1f} samples/s{cpu}{rate_precision(t)}",
+        f"{rate(t)} samples/s{cpu}{rate_precision(t)}",
         f"step {t.step_s_median * 1e3:.2f} ms median, IQR {t.spread:.1%} of it",
         f"{t.timed_steps} timed steps after {t.warmup_steps} warm-up",
     ]

@@ -1,16 +1,47 @@
 """advisor serve: the JSON API (api.py) and the dashboard (dashboard.py) over one results
-database, read-only. Every route is a GET; none measures, builds or imports anything."""
+database, read-only: it is opened without migrating it or storing the spool's trials, and
+every route is a GET that measures, builds and imports nothing."""
 
 from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
 
 from advisor import __version__, api, dashboard
-from advisor.errors import ConfigError, StoreError
-from advisor.store.store import Store
+from advisor.errors import ConfigError, NotStored, StoreError
+from advisor.store import schema
+from advisor.store.store import Store, default_url
+
+
+def open_store(url: str | None) -> Store:
+    """The database to serve, as it is: a SQLite file that is not there is not created, and
+    one of an older schema is not upgraded (each said in one line)."""
+    url = url or default_url()
+    file = schema.sqlite_file(url) if url.startswith("sqlite") else None
+    if file is not None and not file.is_file():
+        raise ConfigError(
+            f"no results database at {file}; measure a trial first, or name one with db_url="
+        )
+    return Store(url, read_only=True)
+
+
+def check_listening(host: str, port: int) -> None:
+    """ConfigError unless this process can listen there (before anything is opened)."""
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"--port must be from 1 to 65535, got {port}")
+    try:
+        socket.create_server((host, port)).close()
+    except OSError as error:
+        raise ConfigError(
+            f"cannot listen on {host}:{port} ({error.strerror or error}); choose another "
+            "--port, or a --host of this machine"
+        ) from None
 
 
 def create_app(store: Store) -> FastAPI:
@@ -22,33 +53,39 @@ def create_app(store: Store) -> FastAPI:
     app.include_router(api.router(store))
     app.include_router(dashboard.router(store))
 
-    def answer(request: Request, status: int, message: str) -> Response:
+    def answer(
+        request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
+    ) -> Response:
         """JSON under /api and for the docs, a page elsewhere."""
         if request.url.path.startswith(("/api/", "/openapi", "/docs")):
-            return JSONResponse({"detail": message}, status_code=status)
-        return dashboard.error_page(request, status, message)
+            return JSONResponse({"detail": message}, status_code=status, headers=headers)
+        return dashboard.error_page(request, status, message, headers)
 
     @app.exception_handler(ConfigError)
     def _bad_parameter(request: Request, error: ConfigError) -> Response:
         return answer(request, 400, str(error))
 
-    @app.exception_handler(api.NotStored)
-    def _not_stored(request: Request, error: api.NotStored) -> Response:
+    @app.exception_handler(NotStored)
+    def _not_stored(request: Request, error: NotStored) -> Response:
         return answer(request, 404, str(error))
 
     @app.exception_handler(StoreError)
-    def _unreadable(request: Request, error: StoreError) -> Response:
+    def _unusable(request: Request, error: StoreError) -> Response:
         return answer(request, 503, str(error))
+
+    @app.exception_handler(SQLAlchemyError)
+    def _unreadable(request: Request, error: SQLAlchemyError) -> Response:
+        """The database went away, or is locked, while serving: 503, in its one line."""
+        return answer(request, 503, str(schema.why_unusable(store.url, error)))
 
     @app.exception_handler(RequestValidationError)
     def _invalid(request: Request, error: RequestValidationError) -> Response:
         first = error.errors()[0]
         loc = [str(part) for part in first.get("loc", ()) if part not in ("path", "query")]
-        where = ".".join(loc)
-        return answer(request, 422, f"{where}: {first.get('msg', 'invalid')}")
+        return answer(request, 422, f"{'.'.join(loc)}: {first.get('msg', 'invalid')}")
 
     @app.exception_handler(HTTPException)
     def _http(request: Request, error: HTTPException) -> Response:
-        return answer(request, error.status_code, str(error.detail))
+        return answer(request, error.status_code, str(error.detail), error.headers)
 
     return app

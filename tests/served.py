@@ -1,10 +1,20 @@
 """A results database as advisor serve finds it: fake trials of tiny_cnn on a 40 GiB GPU at
-several settings (one an OOM), and a sweep that used them all."""
+several settings (one an OOM), and a sweep that used them all; and `advisor serve` itself,
+listening on a free port."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 
 from fake_backend import fake_result
 
@@ -51,3 +61,35 @@ def with_categories(result: TrialResult) -> TrialResult:
               "grads_bytes": 0.07, "activations_bytes": 0.6, "inputs_bytes": 0.04}  # fmt: skip
     parts = {key: int(peak * share) for key, share in shares.items()}
     return dataclasses.replace(result, memory=dataclasses.replace(result.memory, **parts))
+
+
+@contextlib.contextmanager
+def serving(path: Path, within_s: float = 60) -> Iterator[tuple[str, list[str]]]:
+    """`advisor serve` of the SQLite file, once it answers: its base URL, and a list that
+    holds what it said on stderr once it has stopped."""
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    said: list[str] = []
+    with tempfile.TemporaryFile("w+") as stderr:
+        command = [sys.executable, "-m", "advisor", "serve", "--port", str(port),
+                   f"db_url=sqlite:///{path}"]  # fmt: skip
+        server = subprocess.Popen(command, stderr=stderr, text=True)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + within_s
+            while True:
+                try:
+                    urllib.request.urlopen(f"{base}/api/v1/sweeps", timeout=5).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        stderr.seek(0)
+                        told = stderr.read()
+                        raise RuntimeError(f"advisor serve did not answer: {told}") from None
+                    time.sleep(0.3)
+            yield base, said
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+            stderr.seek(0)
+            said.append(stderr.read())

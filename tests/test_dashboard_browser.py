@@ -7,15 +7,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from served import stored_sweep
+from served import serving, stored_sweep
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -33,26 +28,8 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 def server(tmp_path_factory):
     path = tmp_path_factory.mktemp("browsed") / "advisor.sqlite"
     store, ids, sweep_id = stored_sweep(f"sqlite:///{path}")
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "advisor", "serve", "--port", str(port), f"db_url=sqlite:///{path}"],
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{base}/api/v1/sweeps", timeout=5).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise
-            time.sleep(0.3)
-    yield base, store, ids, sweep_id
-    process.terminate()
-    process.wait(timeout=30)
+    with serving(path) as (base, _):
+        yield base, store, ids, sweep_id
 
 
 @pytest.fixture(scope="module")
@@ -83,12 +60,12 @@ def test_trials_filtered_then_one_trials_breakdown(server, page, shots):
     page.screenshot(path=shots / "trials.png", full_page=True)
     page.click(f"#trials a[href='/trials/{ok[0]}']")
     page.wait_for_url(f"**/trials/{ok[0]}")
-    parts = page.locator("#breakdown .part")
-    assert parts.count() == 6
-    widths = [box["width"] for box in (parts.nth(i).bounding_box() for i in range(6)) if box]
-    activations = store.get(ok[0]).memory.activations_bytes
+    assert page.locator("#breakdown .part").count() == 6
+    activations = page.locator("#breakdown .part[title^='activations']").bounding_box()
     bar = page.locator("#breakdown").bounding_box()
-    assert bar and widths[-2] == pytest.approx(bar["width"] * activations / (40 * 2**30), abs=3)
+    share = store.get(ok[0]).memory.activations_bytes / (40 * 2**30)
+    assert bar and activations and activations["width"] == pytest.approx(bar["width"] * share,
+                                                                         abs=3)  # fmt: skip
     page.screenshot(path=shots / "trial.png", full_page=True)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 from fake_backend import fake_result
@@ -64,3 +65,27 @@ def test_a_trials_snapshot_is_stored_exported_and_shown(db_url, tmp_path):
     snapshot.unlink()
     gone = advisor("show", str(trial.id), db_url=db_url)
     assert "(no longer there)" in gone.stdout
+
+
+def test_a_snapshot_that_cannot_be_written_costs_the_trial_nothing(tmp_path, monkeypatch, capsys):
+    """(torch's recording replaced, so this runs without a GPU.) The dump fails: the trial's
+    own error, here an OOM, goes on as it was; recording is stopped; no part is left."""
+    import torch
+
+    from advisor.snapshot import MemorySnapshot
+
+    calls = []
+    monkeypatch.setattr(torch.cuda.memory, "_record_memory_history",
+                        lambda *a, **k: calls.append(k))  # fmt: skip
+
+    def dump(path: str) -> None:
+        Path(path).write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch.cuda.memory, "_dump_snapshot", dump)
+    path = tmp_path / "trial.pickle"
+    with pytest.raises(torch.OutOfMemoryError), MemorySnapshot(str(path)):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+    assert calls == [{"max_entries": 100_000}, {"enabled": None}]  # started, then stopped
+    assert list(tmp_path.iterdir()) == []  # neither the snapshot nor its part
+    assert "no memory snapshot written to" in capsys.readouterr().err

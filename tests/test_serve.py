@@ -4,23 +4,23 @@ parameter is a 4xx with a message, never a 500."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from served import stored_sweep
+from served import serving, stored_sweep
 
-from advisor.api import RECOMMEND_PARAMS
-from advisor.history import FILTERS
 from advisor.memory_model import Target
+from advisor.queries import FILTERS, RECOMMEND_PARAMS
 from advisor.recommendation import recommend
 from advisor.serve import create_app
 from advisor.store.store import TrialFilter
@@ -67,7 +67,7 @@ def test_trials_take_historys_filters(served):
     assert [t["id"] for t in two["trials"]] == ids[:-3:-1] and two["more"] is True
     since = client.get("/api/v1/trials", params={"since": "2026-12-01T10:08"}).json()
     assert [t["id"] for t in since["trials"]] == ids[:-3:-1]
-    swept = client.get("/api/v1/trials", params={"sweep": sweep_id, "limit": 0}).json()
+    swept = client.get("/api/v1/trials", params={"sweep": sweep_id, "limit": 50}).json()
     assert len(swept["trials"]) == len(ids)
     gpu = client.get("/api/v1/trials", params={"gpu": "h100"}).json()
     assert gpu["trials"] == [] and len(store.trials(where=TrialFilter(gpu="h200"))) == len(ids)
@@ -91,10 +91,14 @@ def test_one_trial_and_one_sweep(served):
 
 def test_recommend_from_history_for_a_gpu_or_a_budget(served):
     client, store, *_ = served
-    for query, memory in (({"gpu": "t4"}, 16 * 2**30), ({"memory": "12GiB"}, 12 * 2**30)):
+    budget = {"memory": "12GiB", "margin": "0.1"}
+    for query, name, memory in (({"gpu": "t4"}, "t4", 16_106_127_360),
+                                (budget, "12GiB", 12 * 2**30)):  # fmt: skip
         answer = client.get("/api/v1/recommend", params={"model": "tiny_cnn", **query}).json()
-        allowed = memory * 0.95
-        expected = recommend(store.trials(status="ok"), Target(**answer["target"]))
+        margin = float(query.get("margin", 0.05))
+        assert answer["target"] == {"name": name, "memory_bytes": memory, "margin": margin}
+        allowed = memory * (1 - margin)
+        expected = recommend(store.trials(status="ok"), Target(name, memory, margin))
         assert answer["recommendation"]["id"] == expected.best.id
         assert answer["recommendation"]["memory"]["device_peak_bytes"] <= allowed
     faster = [r for r in store.trials(status="ok") if r.memory.device_peak_bytes > 12 * 2**30]
@@ -108,7 +112,10 @@ def test_recommend_from_history_for_a_gpu_or_a_budget(served):
     "url, status, said",
     [
         ("/api/v1/trials?status=fast", 400, "unknown status 'fast'"),
-        ("/api/v1/trials?limit=-1", 400, "limit must be a whole number"),
+        ("/api/v1/trials?limit=-1", 400, "limit must be from 1 to 10000 here"),
+        ("/api/v1/trials?limit=0", 400, "limit must be from 1 to 10000 here"),
+        ("/api/v1/trials?limit=x", 400, "limit must be a whole number, got 'x'"),
+        ("/api/v1/trials?model=%00", 400, "model: a NUL character is not allowed"),
         ("/api/v1/trials?since=yesterday", 400, "since must be an ISO date"),
         ("/api/v1/trials?sweep=x", 400, "sweep must be a sweep's id"),
         ("/api/v1/trials?colour=red", 400, "unknown filter 'colour'"),
@@ -118,7 +125,8 @@ def test_recommend_from_history_for_a_gpu_or_a_budget(served):
         ("/api/v1/trials/999", 404, "no trial 999 is stored"),
         ("/api/v1/sweeps/9", 404, "no sweep 9 is stored"),
         ("/api/v1/recommend", 400, "recommend needs model=NAME"),
-        ("/api/v1/recommend?model=gpt2&gpu=t4", 400, "no cuda trial of model 'gpt2'"),
+        ("/api/v1/recommend?model=gpt2&gpu=t4", 400, "no ok cuda trial of model 'gpt2'"),
+        ("/api/v1/recommend?model=tiny_cnn&gpu=t4&device=cpu", 400, "its trials ran on cuda"),
         ("/api/v1/recommend?model=tiny_cnn&gpu=v100", 400, "unknown gpu 'v100'"),
         ("/api/v1/recommend?model=tiny_cnn&memory=lots", 400, "gpu memory:"),
         ("/api/v1/recommend?model=tiny_cnn&gpu=t4&margin=2", 400, "margin must be a fraction"),
@@ -182,18 +190,9 @@ def test_advisor_serve_listens_and_says_what_is_wrong(served, tmp_path):
         port = taken.getsockname()[1]
         busy = _advisor("serve", "--port", str(port), f"db_url=sqlite:///{path}")
         assert busy.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in busy.stderr
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "advisor", "serve", "--port", str(port), f"db_url=sqlite:///{path}"],
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        body = _get(f"http://127.0.0.1:{port}/api/v1/sweeps", within_s=60)
-        assert '"model":"tiny_cnn"' in body
-    finally:
-        server.terminate()
-        _, said = server.communicate(timeout=30)
-    assert f"read-only on http://127.0.0.1:{port}/" in said
+    with serving(path) as (base, told):
+        body = urllib.request.urlopen(f"{base}/api/v1/sweeps", timeout=5).read().decode()
+    assert '"model":"tiny_cnn"' in body and f"read-only on {base}/" in told[0]
 
 
 def _advisor(*args: str) -> subprocess.CompletedProcess[str]:
@@ -201,23 +200,44 @@ def _advisor(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120)  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        return probe.getsockname()[1]
-
-
-def _get(url: str, within_s: float) -> str:
-    deadline = time.monotonic() + within_s
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
-                return answer.read().decode()
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.3)
-
-
 def _dump(path) -> list[str]:
     with sqlite3.connect(path) as connection:
         return list(connection.iterdump())
+
+
+def test_the_documented_parameters_are_the_ones_read(served):
+    """The OpenAPI document lists, for each route, the parameters queries.py reads."""
+    paths = served[0].get("/openapi.json").json()["paths"]
+    names = {path: [p["name"] for p in ops["get"].get("parameters", [])]
+             for path, ops in paths.items()}  # fmt: skip
+    assert names["/api/v1/trials"] == list(FILTERS)
+    assert names["/api/v1/recommend"] == list(RECOMMEND_PARAMS)
+
+
+def test_since_and_until_with_a_zone_are_the_same_instant(served):
+    client, store, ids, *_ = served  # stored 10:00 to 10:09 UTC, a minute apart
+    utc = client.get("/api/v1/trials", params={"since": "2026-12-01T10:08"}).json()["trials"]
+    zoned = client.get("/api/v1/trials", params={"since": "2026-12-01T12:08+02:00"}).json()
+    assert [t["id"] for t in zoned["trials"]] == [t["id"] for t in utc] == ids[:-3:-1]
+
+
+def test_serving_reads_a_database_as_it_is(tmp_path):
+    """An older schema is refused, not upgraded; a missing file is not created; the database
+    URL's password is never shown."""
+    from advisor.errors import ConfigError, StoreError
+    from advisor.serve import open_store
+    from advisor.store import schema
+
+    old = tmp_path / "old.sqlite"
+    shutil.copy(Path(__file__).parent / "schemas" / "0007.sqlite", old)
+    before = old.read_bytes()
+    with pytest.raises(StoreError, match="is at schema 0007, not 0008, and is only read here"):
+        open_store(f"sqlite:///{old}")
+    assert old.read_bytes() == before
+    with pytest.raises(ConfigError, match="no results database at"):
+        open_store(f"sqlite:///{tmp_path}/none.sqlite")
+    assert not (tmp_path / "none.sqlite").exists()
+    with pytest.raises(ConfigError, match="is not a database URL: a SQLite file is sqlite:///"):
+        open_store(str(tmp_path / "plain-path.sqlite"))
+    shown = schema.shown("postgresql://advisor:s3cret@db.example/advisor")
+    assert "s3cret" not in shown and shown.startswith("postgresql://advisor:***@")

@@ -13,6 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 import advisor
 from advisor.errors import StoreError
@@ -33,17 +34,18 @@ def sqlite_file(url: str) -> Path | None:
     return Path(database.removeprefix("file:").partition("?")[0])
 
 
-def engine_for(url: str) -> Engine:
+def engine_for(url: str, read_only: bool = False) -> Engine:
     """An engine for the URL. SQLite: WAL (readers never block the writer), foreign keys, and
     transactions that SQLAlchemy begins itself (pysqlite's own leave DDL outside them, so two
     processes creating one database raced: "table alembic_version already exists", or
-    "table environments already exists")."""
+    "table environments already exists"). read_only: the file is left as it is (not switched
+    to WAL, its folder not made)."""
     parsed = make_url(url)
     if parsed.drivername == "postgresql":  # psycopg 3 (advisor[postgres]), not psycopg2
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() != "sqlite":
         return create_engine(parsed)
-    if (file := sqlite_file(url)) is not None:
+    if (file := sqlite_file(url)) is not None and not read_only:
         file.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
 
@@ -51,7 +53,8 @@ def engine_for(url: str) -> Engine:
     def _pragmas(connection: Any, _: Any) -> None:
         connection.isolation_level = None  # BEGIN is emitted below, for DDL too
         cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        if not read_only:  # (switching to WAL writes the file's header)
+            cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
@@ -85,6 +88,30 @@ def upgrade(engine: Engine) -> None:
                 return  # another process created it while this one waited
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
+
+
+def require_current(engine: Engine) -> None:
+    """For a reader that must not write: StoreError unless the schema is the newest (an empty
+    database, or an older schema, would need writing)."""
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    script = ScriptDirectory.from_config(config)
+    with engine.connect() as connection:
+        current = _current(connection, script)
+    if current != script.get_current_head():
+        raise StoreError(
+            f"the results database {shown(str(engine.url))} is at schema {current or 'none'}, "
+            f"not {script.get_current_head()}, and is only read here: open it once with "
+            "advisor history to upgrade it"
+        )
+
+
+def shown(url: str) -> str:
+    """A database URL as it may be shown: without its password."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
 
 
 def check_writable(engine: Engine) -> None:
@@ -127,8 +154,8 @@ def why_unusable(url: str, error: BaseException) -> StoreError:
         todo = "make it writable, or give another db_url=..."
     else:
         what = "cannot be opened"
-        todo = "give a writable one with db_url=..."
-    return StoreError(f"the results database {url} {what} ({said}): {todo}")
+        todo = "check it, or give another with db_url=..."
+    return StoreError(f"the results database {shown(url)} {what} ({said}): {todo}")
 
 
 def first_line(error: BaseException) -> str:

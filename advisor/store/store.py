@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import hashlib
 import itertools
-import json
 import os
 import threading
 import time
@@ -15,34 +13,24 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Row, RowMapping, Select, func, select
+from sqlalchemy import Row, Select, func, select
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from advisor.errors import StoreError
+from advisor.errors import ConfigError, StoreError
 from advisor.paths import results_dir
 from advisor.result import (
     Environment,
-    Memory,
-    Status,
-    Throughput,
     TrialResult,
-    failure_from_dict,
-    memory_from_dict,
-    throughput_from_dict,
 )
 from advisor.spec import TrialSpec
-from advisor.store import schema, spool
+from advisor.store import rows, schema, spool
 from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
 
 WRITE_WAITS_S = (1.0, 3.0)  # a trial's write that fails is tried again after these
 URL_VARIABLE = "ADVISOR_DB_URL"
 STUDY_URL_VARIABLE = "ADVISOR_STUDY_DB_URL"
 
-_MEMORY_FIELDS = [f.name for f in dataclasses.fields(Memory)]
-_THROUGHPUT_FIELDS = [f.name for f in dataclasses.fields(Throughput)]
-_ENVIRONMENT_FIELDS = [f.name for f in dataclasses.fields(Environment)]
-_TRIAL_COLUMNS = list(TrialRow.__table__.columns)  # what a trial is read from
 CACHED_TRIALS = 50_000  # trials a Store keeps read (about 2 KB each), then it starts again
 READ_CHUNK = 5_000  # ids in one IN (...) (SQLite's limit on parameters is 32,766)
 
@@ -60,24 +48,34 @@ def study_url() -> str:
 
 
 class Store:
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, read_only: bool = False) -> None:
+        """Open the results database, migrating it to the newest schema and storing what the
+        spool kept for it; read_only: neither (one of an older schema is refused)."""
         self.url = url or default_url()
         try:
             try:
-                self.engine = schema.engine_for(self.url)
+                self.engine = schema.engine_for(self.url, read_only)
             except ImportError as error:  # the URL's driver is not installed
                 raise StoreError(
-                    f"the results database {self.url} needs a driver that is not installed "
-                    f"({error}): pip install 'advisor[postgres]' for PostgreSQL"
+                    f"the results database {schema.shown(self.url)} needs a driver that is not "
+                    f"installed ({error}): pip install 'advisor[postgres]' for PostgreSQL"
                 ) from None
-            schema.upgrade(self.engine)
-        except (SQLAlchemyError, ArgumentError, OSError) as error:
+            except ArgumentError:
+                raise ConfigError(
+                    f"db_url={self.url} is not a database URL: a SQLite file is sqlite:///PATH, "
+                    "PostgreSQL postgresql://HOST/DATABASE"
+                ) from None
+            if read_only:
+                schema.require_current(self.engine)
+            else:
+                schema.upgrade(self.engine)
+        except (SQLAlchemyError, OSError) as error:
             raise schema.why_unusable(self.url, error) from None
         self._session = sessionmaker(self.engine, expire_on_commit=False)
         self._read: dict[int, TrialResult] = {}  # stored trials read so far, by id
         self._environment: dict[int, Environment] = {}
         self._lock = threading.Lock()  # (the dashboard reads in several threads)
-        self.unspooled = self._store_spooled()
+        self.unspooled = 0 if read_only else self._store_spooled()
 
     def check_writable(self) -> None:
         """Before a trial is measured: StoreError (one line) unless its result can be stored."""
@@ -133,9 +131,9 @@ class Store:
         assert result.created_at is not None
         created = datetime.datetime.fromisoformat(result.created_at)
         with self._session.begin() as session:
-            row = _trial_row(result, created)
+            row = rows.trial_row(result, created)
             if result.environment is not None:
-                row.environment = _environment_row(session, result.environment)
+                row.environment = rows.environment_row(session, result.environment)
             session.add(row)
             session.flush()
             trial_id = row.id
@@ -155,7 +153,7 @@ class Store:
                 query = select(TrialRow.spec_hash, TrialRow.created_at).where(
                     TrialRow.spec_hash.in_(hashes)
                 )
-                here = {(h, _utc(when)) for h, when in session.execute(query)}
+                here = {(h, rows.utc(when)) for h, when in session.execute(query)}
                 environments: dict[Environment, EnvironmentRow] = {}
                 for result in part:
                     assert result.created_at is not None
@@ -164,10 +162,10 @@ class Store:
                         skipped += 1
                         continue
                     here.add((result.spec.hash, created))
-                    row = _trial_row(result, created)
+                    row = rows.trial_row(result, created)
                     if (env := result.environment) is not None:
                         if env not in environments:
-                            environments[env] = _environment_row(session, env)
+                            environments[env] = rows.environment_row(session, env)
                         row.environment = environments[env]
                     session.add(row)
                     stored += 1
@@ -211,7 +209,7 @@ class Store:
     ) -> list[TrialResult]:
         """Stored trials, newest first: those of the model, status and spec hash given, and
         those `where` lets through."""
-        query = select(*_TRIAL_COLUMNS).order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
+        query = select(*rows.TRIAL_COLUMNS).order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
         if model is not None:
             query = query.where(TrialRow.model == model)
         if status is not None:
@@ -224,11 +222,11 @@ class Store:
         return self._results(query)
 
     def get(self, trial_id: int) -> TrialResult | None:
-        found = self._results(select(*_TRIAL_COLUMNS).where(TrialRow.id == trial_id))
+        found = self._results(select(*rows.TRIAL_COLUMNS).where(TrialRow.id == trial_id))
         return found[0] if found else None
 
     def _results(self, query: Select[Any]) -> list[TrialResult]:
-        """The trials a query of _TRIAL_COLUMNS selects, in its order. A stored trial never
+        """The trials a query of rows.TRIAL_COLUMNS selects, in its order. A stored trial never
         changes, so those read before are taken from memory (a recommendation from 2,000
         trials re-reads none of them); the rest are read as plain rows (ORM objects took twice
         as long), with their environments."""
@@ -237,27 +235,33 @@ class Store:
             with self._lock:
                 known = {i: self._read[i] for i in ids if i in self._read}
             missing = [i for i in ids if i not in known]
-            rows: list[Row[Any]] = []
+            fetched: list[Row[Any]] = []
             for start in range(0, len(missing), READ_CHUNK):
                 part = missing[start : start + READ_CHUNK]
-                rows += session.execute(select(*_TRIAL_COLUMNS).where(TrialRow.id.in_(part)))
-            environments = self._environments(session, {row.environment_id for row in rows})
-        read = {row.id: _result(row._mapping, environments.get(row.environment_id))
-                for row in rows}  # fmt: skip
+                fetched += session.execute(select(*rows.TRIAL_COLUMNS).where(TrialRow.id.in_(part)))
+            environments = self._environments(session, {row.environment_id for row in fetched})
+        read = {row.id: rows.trial_of(row._mapping, environments.get(row.environment_id))
+                for row in fetched}  # fmt: skip
         with self._lock:
             if len(self._read) + len(read) > CACHED_TRIALS:
                 self._read.clear()
-            self._read.update(read)
+            if len(read) <= CACHED_TRIALS:  # (a bigger read is used once, not kept)
+                self._read.update(read)
         return [known[i] if i in known else read[i] for i in ids]
 
     def _environments(self, session: Session, ids: set[int | None]) -> dict[int, Environment]:
-        wanted = {i for i in ids if i is not None} - self._environment.keys()
+        """The environments of these ids, read once each (they never change either)."""
+        with self._lock:
+            wanted = {i for i in ids if i is not None} - self._environment.keys()
         if wanted:
             query = select(EnvironmentRow).where(EnvironmentRow.id.in_(wanted))
-            for env in session.scalars(query):
-                fields = {name: getattr(env, name) for name in _ENVIRONMENT_FIELDS}
-                self._environment[env.id] = Environment(**fields)
-        return self._environment
+            read = {env.id: Environment(**{name: getattr(env, name) for name in
+                                           rows.ENVIRONMENT_FIELDS})
+                    for env in session.scalars(query)}  # fmt: skip
+            with self._lock:
+                self._environment.update(read)
+        with self._lock:
+            return {i: self._environment[i] for i in ids if i in self._environment}
 
     def model_names(self) -> list[str]:
         """The names of the models with stored trials."""
@@ -273,7 +277,7 @@ class Store:
         hashes = [spec.hash] if spec.memory_cap_bytes is None else [spec.hash, spec.uncapped.hash]
         for spec_hash in hashes:
             query = (
-                select(*_TRIAL_COLUMNS)
+                select(*rows.TRIAL_COLUMNS)
                 .join(EnvironmentRow, TrialRow.environment_id == EnvironmentRow.id)
                 .where(TrialRow.spec_hash == spec_hash, TrialRow.status.in_(["ok", "oom"]))
                 .where(EnvironmentRow.device_name == device_name, EnvironmentRow.torch == torch)
@@ -316,7 +320,7 @@ class Store:
     def sweep_trials(self, sweep_id: int) -> list[tuple[TrialResult, bool]]:
         """The trials a sweep used, in order, each with whether it was reused from history."""
         query = (
-            select(*_TRIAL_COLUMNS)
+            select(*rows.TRIAL_COLUMNS)
             .join(SweepTrialRow, SweepTrialRow.trial_id == TrialRow.id)
             .where(SweepTrialRow.sweep_id == sweep_id)
             .order_by(SweepTrialRow.position)
@@ -324,9 +328,10 @@ class Store:
         links = select(SweepTrialRow.trial_id, SweepTrialRow.reused).where(
             SweepTrialRow.sweep_id == sweep_id
         )
+        used = self._results(query)  # first: a link stored meanwhile is then in the links
         with self._session() as session:
             reused = {trial_id: flag for trial_id, flag in session.execute(links)}
-        return [(r, reused[r.id]) for r in self._results(query) if r.id is not None]
+        return [(r, reused[r.id]) for r in used if r.id is not None]
 
     def sweeps(self) -> list[tuple[Sweep, int]]:
         """Every stored sweep, newest first, with how many trials it used."""
@@ -420,79 +425,3 @@ def _link(
             repeat=repeat,
         )
     )  # fmt: skip
-
-
-def _environment_row(session: Session, env: Environment) -> EnvironmentRow:
-    values = dataclasses.asdict(env)
-    fingerprint = hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
-    row = session.scalar(select(EnvironmentRow).where(EnvironmentRow.fingerprint == fingerprint))
-    return row or EnvironmentRow(fingerprint=fingerprint, **values)
-
-
-def _trial_row(result: TrialResult, now: datetime.datetime) -> TrialRow:
-    spec, failure = result.spec, result.failure
-    row = TrialRow(
-        created_at=now,
-        spec_hash=spec.hash,
-        spec_json=spec.to_json(),
-        model=spec.model.name,
-        family=spec.model.family,
-        device=spec.device.value,
-        batch_size=spec.batch_size,
-        grad_accum=spec.grad_accum,
-        precision=spec.precision.value,
-        checkpointing=spec.checkpointing.value,
-        optimizer=spec.optimizer.name,
-        channels_last=spec.channels_last,
-        compile=spec.compile,
-        expandable_segments=spec.expandable_segments,
-        memory_cap_bytes=spec.memory_cap_bytes,
-        fingerprint=spec.model.fingerprint,
-        source=spec.model.source,
-        status=result.status.value,
-        wall_s=result.wall_s,
-        memory_snapshot=result.memory_snapshot,
-    )
-    if failure is not None:
-        row.failure_phase = failure.phase.value if failure.phase else None
-        row.failure_requested_bytes = failure.requested_bytes
-        row.failure_message = failure.message
-    if result.memory is not None:
-        for name in _MEMORY_FIELDS:
-            value = getattr(result.memory, name)
-            setattr(row, name, getattr(value, "value", value))
-    if result.throughput is not None:
-        for name in _THROUGHPUT_FIELDS:
-            value = getattr(result.throughput, name)
-            setattr(row, name, getattr(value, "value", value))
-    return row
-
-
-def _result(row: RowMapping, environment: Environment | None) -> TrialResult:
-    """A trial from a row of _TRIAL_COLUMNS."""
-    memory = throughput = failure = None
-    if row["peak_allocated_bytes"] is not None:
-        memory = memory_from_dict({name: row[name] for name in _MEMORY_FIELDS})
-    if row["step_s_median"] is not None:
-        throughput = throughput_from_dict({name: row[name] for name in _THROUGHPUT_FIELDS})
-    if row["failure_message"] is not None:
-        failure = failure_from_dict({"phase": row["failure_phase"],
-                                     "requested_bytes": row["failure_requested_bytes"],
-                                     "message": row["failure_message"]})  # fmt: skip
-    return TrialResult(
-        spec=TrialSpec.from_json(row["spec_json"]),
-        status=Status(row["status"]),
-        environment=environment,
-        memory=memory,
-        throughput=throughput,
-        failure=failure,
-        wall_s=row["wall_s"],
-        id=row["id"],
-        created_at=_utc(row["created_at"]).isoformat(),
-        memory_snapshot=row["memory_snapshot"],
-    )
-
-
-def _utc(when: datetime.datetime) -> datetime.datetime:
-    """SQLite hands back naive datetimes; they were stored as UTC."""
-    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.UTC)

@@ -1,0 +1,189 @@
+"""Questions of the stored history, asked as text (the command line's KEY=VALUE filters, a web
+request's query): which trials match, one trial or sweep, and the fastest stored setting that
+fits a target. Each bad value is a ConfigError of one line, an id not stored is NotStored;
+nothing here loads a workload, measures or writes anything."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Mapping
+
+from advisor import gpus
+from advisor.errors import ConfigError, NotStored
+from advisor.memory_model import DEFAULT_MARGIN, Target
+from advisor.recommendation import Recommendation, recommend
+from advisor.result import Status, TrialResult
+from advisor.spec import Device
+from advisor.store.store import Store, Sweep, TrialFilter
+
+FILTERS = ("model", "workload", "status", "gpu", "torch", "since", "until", "sweep", "hash",
+           "limit")  # fmt: skip
+RECOMMEND_PARAMS = ("model", "gpu", "memory", "margin", "effective_batch_size", "device")
+MAX_LIMIT = 2**31  # rows: more than any database here holds, well inside SQL's 64-bit LIMIT
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialQuery:
+    """Stored trials by history's filters, newest first, at most `limit` of them (0: all)."""
+
+    model: str | None = None
+    status: str | None = None
+    spec_hash: str | None = None
+    limit: int = 0
+    where: TrialFilter = TrialFilter()
+
+    def run(self, store: Store) -> tuple[list[TrialResult], bool]:
+        """The matching trials, and whether the limit left some out."""
+        results = store.trials(model=self.model, status=self.status, spec_hash=self.spec_hash,
+                               limit=self.limit + 1 if self.limit else None,
+                               where=self.where)  # fmt: skip
+        if self.limit and len(results) > self.limit:
+            return results[: self.limit], True
+        return results, False
+
+
+def trial_query(
+    given: Mapping[str, str], default_limit: int, most: int | None = None
+) -> TrialQuery:
+    """History's filters (FILTERS, as text) made into a query. `most`: the largest limit, 0
+    (all) refused (a web answer); else any up to MAX_LIMIT, and 0 for all."""
+    given = _asked(given, FILTERS, "filter")
+    status = given.get("status")
+    if status is not None and status not in {s.value for s in Status}:
+        raise ConfigError(f"unknown status {status!r}; choose one of ok, oom, crashed, timeout")
+    try:
+        limit = int(given.get("limit", str(default_limit)))
+    except ValueError:
+        raise ConfigError(f"limit must be a whole number, got {given['limit']!r}") from None
+    if most is not None and not 1 <= limit <= most:
+        raise ConfigError(f"limit must be from 1 to {most} here (older ones: until=), got {limit}")
+    if not 0 <= limit <= MAX_LIMIT:
+        raise ConfigError(f"limit must be from 0 (all) to {MAX_LIMIT}, got {limit}")
+    where = TrialFilter(
+        workload=given.get("workload"),
+        gpu=given.get("gpu"),
+        torch=given.get("torch"),
+        since=_utc(given.get("since"), "since"),
+        until=_utc(given.get("until"), "until"),
+        sweep_id=_whole(given["sweep"], "sweep", "a sweep's id") if given.get("sweep") else None,
+    )
+    return TrialQuery(model=given.get("model"), status=status,
+                      spec_hash=given.get("hash"), limit=limit, where=where)  # fmt: skip
+
+
+def target_named(gpu: str | None, memory: str | None, margin: float = DEFAULT_MARGIN) -> Target:
+    """A target GPU named without a GPU here: a profile (gpu=a100_40gb) or a budget
+    (memory=24GiB, which wins where both are given)."""
+    if not 0 <= margin < 1:
+        raise ConfigError(f"margin must be a fraction in [0, 1), got {margin}")
+    if memory:
+        try:
+            memory_bytes = gpus.parse_bytes(memory)
+        except ValueError as error:
+            raise ConfigError(f"gpu memory: {error}") from None
+        return Target(name=gpu or gpus.format_bytes(memory_bytes), memory_bytes=memory_bytes,
+                      margin=margin)  # fmt: skip
+    profiles = gpus.load_profiles()
+    if gpu not in profiles:
+        named = f"unknown gpu {gpu!r}; " if gpu else ""
+        raise ConfigError(f"{named}name a GPU ({', '.join(profiles)}) or a memory (24GiB)")
+    profile = profiles[gpu]
+    return Target(name=profile.name, memory_bytes=profile.memory_bytes, margin=margin)
+
+
+def stored_trial(store: Store, trial_id: int) -> TrialResult:
+    result = store.get(trial_id)
+    if result is None:
+        raise NotStored(f"no trial {trial_id} is stored; history lists them")
+    return result
+
+
+def stored_sweep(store: Store, sweep_id: int) -> tuple[Sweep, list[tuple[TrialResult, bool]]]:
+    """The sweep and the trials it used, in order."""
+    found = next((s for s, _ in store.sweeps() if s.id == sweep_id), None)
+    if found is None:
+        raise NotStored(f"no sweep {sweep_id} is stored; sweeps lists them")
+    return found, store.sweep_trials(sweep_id)
+
+
+def sweep_recommendation(found: Sweep, used: list[tuple[TrialResult, bool]]) -> Recommendation:
+    """What the sweep's trials recommend for its own target."""
+    target = Target(name=found.target, memory_bytes=found.target_memory_bytes, margin=found.margin)
+    return recommend([r for r, _ in used], target, found.effective_batch_size)
+
+
+def recommendation(store: Store, given: Mapping[str, str]) -> Recommendation:
+    """recommend's parameters (RECOMMEND_PARAMS, as text) answered from the store."""
+    given = _asked(given, RECOMMEND_PARAMS, "parameter")
+    model = given.get("model")
+    if not model:
+        raise ConfigError("recommend needs model=NAME, a model with stored trials")
+    try:
+        margin = float(given.get("margin", DEFAULT_MARGIN))
+    except ValueError:
+        raise ConfigError(f"margin must be a fraction in [0, 1), got {given['margin']!r}") from None
+    target = target_named(given.get("gpu"), given.get("memory"), margin)
+    batch = given.get("effective_batch_size")
+    if batch is not None:
+        batch_size = _whole(batch, "effective_batch_size", "a positive whole number")
+        if batch_size < 1:
+            raise ConfigError(f"effective_batch_size must be a positive whole number, got {batch}")
+    try:
+        device = Device(given.get("device", "cuda"))
+    except ValueError:
+        raise ConfigError(f"device must be cuda or cpu, got {given['device']!r}") from None
+    return stored_recommendation(store, model, target, int(batch) if batch else None, device)
+
+
+def stored_recommendation(
+    store: Store, model: str, target: Target, effective_batch_size: int | None = None,
+    device: Device = Device.cuda,
+) -> Recommendation:  # fmt: skip
+    """advisor recommend from history alone, for a model by its stored name: among its trials
+    on the device, those of the workload measured last (its identity: name, source, arguments
+    and code; an edited workload is another). `advisor recommend` matches the workload it
+    composes from the current code instead; here nothing is loaded."""
+    stored = store.trials(model=model, status="ok")
+    trials = [r for r in stored if r.spec.device is device]
+    if not trials:
+        elsewhere = sorted({r.spec.device.value for r in stored})
+        hint = f"its trials ran on {elsewhere[0]}: device={elsewhere[0]}" if elsewhere else (
+            "sweep it first")  # fmt: skip
+        raise ConfigError(f"no ok {device.value} trial of model {model!r} is stored; {hint}")
+    identity = trials[0].spec.model.identity
+    return recommend([r for r in trials if r.spec.model.identity == identity], target,
+                     effective_batch_size)  # fmt: skip
+
+
+def _asked(given: Mapping[str, str], known: tuple[str, ...], what: str) -> dict[str, str]:
+    """The values given, less the empty ones (a web form sends every field); an unknown key or
+    a NUL (which PostgreSQL refuses in text) is a ConfigError."""
+    asked = {key: value for key, value in given.items() if value != ""}
+    unknown = [key for key in asked if key not in known]
+    if unknown:
+        raise ConfigError(f"unknown {what} {unknown[0]!r}; use one of {', '.join(known)}")
+    for key, value in asked.items():
+        if "\x00" in value:
+            raise ConfigError(f"{key}: a NUL character is not allowed")
+    return asked
+
+
+def _whole(text: str, key: str, what: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise ConfigError(f"{key} must be {what}, got {text!r}")
+    return int(text)
+
+
+def _utc(text: str | None, key: str) -> datetime.datetime | None:
+    """An ISO date or time, in UTC where it names no zone."""
+    if not text:
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(
+            f"{key} must be an ISO date or time (2026-12-01, 2026-12-01T14:00): {text!r}"
+        ) from None
+    # in UTC: SQLite compares the stored UTC times with the text of this one, without its zone
+    return when.astimezone(datetime.UTC) if when.tzinfo else when.replace(tzinfo=datetime.UTC)
