@@ -81,6 +81,15 @@ def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
     return store.add(measured)
 
 
+def _one_trial_only(cfg: DictConfig, verb: str) -> None:
+    """memory_snapshot= is a measured trial's: said, not ignored, by the other verbs."""
+    if cfg.memory_snapshot:
+        raise ConfigError(
+            f"memory_snapshot is for one measured trial, not {verb}: advisor run ... "
+            "memory_snapshot=FILE.pickle"
+        )
+
+
 def snapshot_path(given: str | None, spec: TrialSpec) -> Path | None:
     """Where memory_snapshot= writes, made absolute (the worker runs elsewhere); ConfigError
     before anything is measured for one that cannot be written."""
@@ -126,6 +135,7 @@ def estimate(
     """The memory breakdown of a setting on a GPU, without one (fake tensors), calibrated on
     the stored history of the same workload."""
     cfg = configure(workload, ["device=cuda", *overrides], **settings)
+    _one_trial_only(cfg, "estimate")
     spec = trial_spec(cfg)
     target = target_of(cfg, spec.device)
     history = Store(cfg.db_url).trials(model=spec.model.name, status="ok")
@@ -140,6 +150,7 @@ def recommend(
     given = [*overrides, *as_overrides(settings)]
     device = [] if any(o.startswith("device=") for o in given) else ["device=cuda"]
     cfg = configure(workload, [*device, *given])
+    _one_trial_only(cfg, "recommend")
     base = trial_spec(cfg)
     target = target_of(cfg, base.device)
     history = [
@@ -228,10 +239,7 @@ def sweep(
     first the settings given (the baseline). Running it again resumes."""
     events = events or SweepEvents()
     cfg, base, target, cap, space, slots = plan(workload, overrides, **settings)
-    if cfg.memory_snapshot:
-        raise ConfigError(
-            "memory_snapshot is for one trial: advisor run ... memory_snapshot=FILE.pickle"
-        )
+    _one_trial_only(cfg, "sweep")
     device_name, torch_version = local_device(base.device)
     key = study.sweep_key(space, target, device_name, torch_version)
     name = study.study_name(base.model.name, target, key)

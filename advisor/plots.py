@@ -1,18 +1,34 @@
 """Pictures of results (matplotlib, without a display): a trial's memory breakdown and a sweep's
 throughput against memory, as PNG files, or SVG for the dashboard. Figures are made without
-pyplot, whose state is global: the dashboard draws in several threads at once."""
+pyplot, whose state is global, and one at a time: the dashboard serves from several threads,
+and matplotlib promises nothing of its caches across them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, ParamSpec
 
 from advisor.recommendation import Recommendation
 from advisor.report import CATEGORIES, HEX, OVERHEAD, describe, gib
 from advisor.result import Status, TrialResult
 
+P = ParamSpec("P")
+_DRAWING = threading.Lock()
 
+
+def _one_at_a_time(draw: Callable[P, None]) -> Callable[P, None]:
+    @functools.wraps(draw)
+    def drawn(*args: P.args, **kwargs: P.kwargs) -> None:
+        with _DRAWING:
+            draw(*args, **kwargs)
+
+    return drawn
+
+
+@_one_at_a_time
 def save_memory_png(result: TrialResult, device_memory: int | None, path: Path) -> None:
     """The stacked bar as a PNG: categories against the GPU's memory, the device peak marked."""
     from matplotlib.figure import Figure
@@ -40,6 +56,7 @@ def save_sweep_png(results: Sequence[TrialResult], rec: Recommendation, path: Pa
     save_sweep(results, rec, path, "png")
 
 
+@_one_at_a_time
 def save_sweep(
     results: Sequence[TrialResult], rec: Recommendation, file: Path | IO[bytes], fmt: str
 ) -> None:

@@ -42,7 +42,9 @@ def test_a_snapshot_path_that_cannot_be_written_is_said_first(tmp_path, monkeypa
 def test_a_sweep_takes_no_snapshot(db_url, tmp_path):
     done = advisor("sweep", "model=tiny_mlp", "device=cpu", "gpu.memory=64MiB",
                    f"memory_snapshot={tmp_path}/m.pickle", db_url=db_url)  # fmt: skip
-    assert done.returncode == 2 and "memory_snapshot is for one trial" in done.stderr
+    assert done.returncode == 2 and "memory_snapshot is for one measured trial, not sweep" in (
+        done.stderr
+    )
 
 
 def test_a_trials_snapshot_is_stored_exported_and_shown(db_url, tmp_path):

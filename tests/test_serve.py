@@ -23,7 +23,6 @@ from advisor.memory_model import Target
 from advisor.queries import FILTERS, RECOMMEND_PARAMS
 from advisor.recommendation import recommend
 from advisor.serve import create_app
-from advisor.store.store import TrialFilter
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +68,16 @@ def test_trials_take_historys_filters(served):
     assert [t["id"] for t in since["trials"]] == ids[:-3:-1]
     swept = client.get("/api/v1/trials", params={"sweep": sweep_id, "limit": 50}).json()
     assert len(swept["trials"]) == len(ids)
-    gpu = client.get("/api/v1/trials", params={"gpu": "h100"}).json()
-    assert gpu["trials"] == [] and len(store.trials(where=TrialFilter(gpu="h200"))) == len(ids)
+
+    def found(**query) -> list[int]:
+        return [t["id"] for t in client.get("/api/v1/trials", params=query).json()["trials"]]
+
+    assert found(gpu="h100") == [] and found(gpu="H200") == ids[::-1]  # "FAKE H200"
+    assert found(workload="catalog.classifier") == ids[::-1] and found(workload="x.py:f") == []
+    assert found(torch="fake") == ids[::-1] and found(torch="2.11") == []
+    assert found(until="2026-12-01T10:02") == ids[1::-1]
+    one = store.get(ids[3])
+    assert found(hash=one.spec.hash) == [ids[3]]
 
 
 def test_one_trial_and_one_sweep(served):
