@@ -19,7 +19,7 @@ from advisor.recommendation import Against
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
 from advisor.store import schema, transfer
-from advisor.store.store import Store
+from advisor.store.store import Store, existing
 
 app = typer.Typer(
     help="Measure where GPU memory and time go in real PyTorch training steps.\n\n"
@@ -286,7 +286,7 @@ def _matching(filters: list[str], default_limit: int) -> list[TrialResult]:
             fail(f"unknown filter {item!r}; use KEY=VALUE with KEY one of {', '.join(keys)}")
         given[key] = value
     url = given.pop("db_url", None)
-    results, more = queries.trial_query(given, default_limit).run(Store(url))
+    results, more = queries.trial_query(given, default_limit).run(existing(url))
     if more:
         err.print(f"the newest {len(results)} shown; more match (limit=0 for all)", highlight=False)
     return results
@@ -301,7 +301,7 @@ def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) ->
     """
     if not trial_id.isdigit():
         fail(f"a trial's id is a whole number (advisor history lists them), got {trial_id!r}")
-    store = Store(_only_db_url(options))
+    store = existing(_only_db_url(options))
     result = store.get(int(trial_id))
     if result is None:
         fail(f"no trial {trial_id} in {store.url}; advisor history lists the stored ones")
@@ -325,7 +325,7 @@ def compare(ids: Overrides = None, as_json: JsonFlag = False) -> None:
     given = [i for i in ids or [] if "=" not in i]
     if len(given) < 2 or not all(i.isdigit() for i in given):
         fail(f"compare takes two trial ids or more (advisor history lists them), got {given}")
-    store = Store(_only_db_url([i for i in ids or [] if "=" in i]))
+    store = existing(_only_db_url([i for i in ids or [] if "=" in i]))
     results = [store.get(int(i)) for i in given]
     missing = [i for i, r in zip(given, results, strict=True) if r is None]
     if missing:
@@ -344,7 +344,7 @@ def sweeps(options: Overrides = None, as_json: JsonFlag = False) -> None:
     \b
     advisor sweeps [db_url=URL]   (a sweep's trials: advisor history sweep=ID)
     """
-    found = Store(_only_db_url(options)).sweeps()
+    found = existing(_only_db_url(options)).sweeps()
     if as_json:
         rows = [{**dataclasses.asdict(s), "trials": n} for s, n in found]
         print(json.dumps(rows, indent=2))

@@ -16,19 +16,13 @@ from starlette.exceptions import HTTPException
 from advisor import __version__, api, dashboard
 from advisor.errors import ConfigError, NotStored, StoreError
 from advisor.store import schema
-from advisor.store.store import Store, default_url
+from advisor.store.store import Store, existing
 
 
 def open_store(url: str | None) -> Store:
     """The database to serve, as it is: a SQLite file that is not there is not created, and
     one of an older schema is not upgraded (each said in one line)."""
-    url = url or default_url()
-    file = schema.sqlite_file(url) if url.startswith("sqlite") else None
-    if file is not None and not file.is_file():
-        raise ConfigError(
-            f"no results database at {file}; measure a trial first, or name one with db_url="
-        )
-    return Store(url, read_only=True)
+    return existing(url, read_only=True)
 
 
 def check_listening(host: str, port: int) -> None:

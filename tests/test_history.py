@@ -153,3 +153,15 @@ def test_a_parquet_export_has_the_csvs_columns_typed(db_url, tmp_path):
     assert sorted(table.column("spec.batch_size").to_pylist()) == [16, 32]
     assert str(table.schema.field("throughput.samples_per_s").type) == "double"
     assert str(table.schema.field("memory.device_peak_bytes").type) == "int64"
+
+
+def test_the_verbs_that_read_make_no_database(tmp_path):
+    """A mistyped db_url= is said in one line; no empty database is left behind."""
+    missing = tmp_path / "typo.sqlite"
+    for args in (["history"], ["show", "1"], ["compare", "1", "2"], ["sweeps"],
+                 ["export", f"out={tmp_path}/all.json"]):  # fmt: skip
+        done = advisor(*args, f"db_url=sqlite:///{missing}")
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.strip() == (f"advisor: no results database at {missing}; measure a "
+                                       "trial first, or name one with db_url=")  # fmt: skip
+    assert list(tmp_path.iterdir()) == []

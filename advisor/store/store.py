@@ -47,6 +47,18 @@ def study_url() -> str:
     return os.environ.get(STUDY_URL_VARIABLE) or f"sqlite:///{results_dir() / 'optuna.sqlite'}"
 
 
+def existing(url: str | None, read_only: bool = False) -> Store:
+    """The results database for a verb that only reads: a SQLite file that is not there is a
+    ConfigError, not a new empty database (a mistyped db_url= left one behind)."""
+    url = url or default_url()
+    file = schema.sqlite_file(url) if url.startswith("sqlite") else None
+    if file is not None and not file.is_file():
+        raise ConfigError(
+            f"no results database at {file}; measure a trial first, or name one with db_url="
+        )
+    return Store(url, read_only)
+
+
 class Store:
     def __init__(self, url: str | None = None, read_only: bool = False) -> None:
         """Open the results database, migrating it to the newest schema and storing what the
