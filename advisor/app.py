@@ -208,12 +208,23 @@ class SweepEvents:
     phase: Callable[[int, str], None] = lambda slot, phase: None  # building, compiling, ...
 
 
+@dataclasses.dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep of some settings would search, every setting checked."""
+
+    cfg: DictConfig
+    baseline: TrialSpec  # the settings given, under the trials' cap
+    target: Target
+    cap: int | None  # the cap every trial runs under (a target smaller than the local GPU)
+    space: Space
+    slots: list[str | None]  # the workers' devices (CUDA_VISIBLE_DEVICES entries)
+
+
 def plan(
     workload: WorkloadLike = None, overrides: Sequence[str] = (), **settings: Any
-) -> tuple[DictConfig, TrialSpec, Target, int | None, Space, list[str | None]]:
-    """What a sweep of these settings would search, with every setting checked, and nothing
-    stored or measured: its config, the baseline (under the trials' cap), the target, that cap,
-    the space and the workers' devices. Raises ConfigError or WorkloadError, one line each."""
+) -> SweepPlan:
+    """What a sweep of these settings would search, nothing stored or measured. Raises
+    ConfigError or WorkloadError, one line each."""
     given = [*overrides, *as_overrides(settings)]
     cfg = configure(workload, given)
     base = trial_spec(cfg)
@@ -225,7 +236,7 @@ def plan(
         base = dataclasses.replace(base, memory_cap_bytes=cap)
     named = [*given, *([_workload_override(workload)] if workload else [])]
     space = space_of(cfg, named, base, target.memory_bytes)
-    return cfg, base, target, cap, space, worker_slots(str(cfg.workers), base.device)
+    return SweepPlan(cfg, base, target, cap, space, worker_slots(str(cfg.workers), base.device))
 
 
 def sweep(
@@ -238,7 +249,9 @@ def sweep(
     """Search the settings for the fastest that fits the target, measuring each for real;
     first the settings given (the baseline). Running it again resumes."""
     events = events or SweepEvents()
-    cfg, base, target, cap, space, slots = plan(workload, overrides, **settings)
+    planned = plan(workload, overrides, **settings)
+    cfg, base, target, cap = planned.cfg, planned.baseline, planned.target, planned.cap
+    space, slots = planned.space, planned.slots
     _one_trial_only(cfg, "sweep")
     device_name, torch_version = local_device(base.device)
     key = study.sweep_key(space, target, device_name, torch_version)
