@@ -299,7 +299,7 @@ def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) ->
     \b
     advisor show 12 [db_url=URL]   (ids: advisor history)
     """
-    if not trial_id.isdigit():
+    if not _an_id(trial_id):
         fail(f"a trial's id is a whole number (advisor history lists them), got {trial_id!r}")
     store = existing(_only_db_url(options))
     result = store.get(int(trial_id))
@@ -323,7 +323,7 @@ def compare(ids: Overrides = None, as_json: JsonFlag = False) -> None:
     advisor compare 12 15 [21 ...] [db_url=URL]   (ids: advisor history)
     """
     given = [i for i in ids or [] if "=" not in i]
-    if len(given) < 2 or not all(i.isdigit() for i in given):
+    if len(given) < 2 or not all(_an_id(i) for i in given):
         fail(f"compare takes two trial ids or more (advisor history lists them), got {given}")
     store = existing(_only_db_url([i for i in ids or [] if "=" in i]))
     results = [store.get(int(i)) for i in given]
@@ -380,6 +380,11 @@ def serve(
     err.print(f"serving {schema.shown(store.url)} read-only on http://{host}:{port}/ "
               "(Ctrl-C stops)", highlight=False)  # fmt: skip
     uvicorn.run(server.create_app(store), host=host, port=port, log_level="warning")
+
+
+def _an_id(text: str) -> bool:
+    """A trial's id as the database can hold it (SQL's 64-bit integers)."""
+    return text.isascii() and text.isdigit() and int(text) <= queries.LARGEST_ID
 
 
 def _only_db_url(options: list[str] | None) -> str | None:

@@ -21,6 +21,7 @@ FILTERS = ("model", "workload", "status", "gpu", "torch", "since", "until", "swe
            "limit")  # fmt: skip
 RECOMMEND_PARAMS = ("model", "gpu", "memory", "margin", "effective_batch_size", "device")
 MAX_LIMIT = 2**31  # rows: more than any database here holds, well inside SQL's 64-bit LIMIT
+LARGEST_ID = 2**63 - 1  # SQL's 64-bit integers: a larger id is no id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,7 +171,7 @@ def _asked(given: Mapping[str, str], known: tuple[str, ...], what: str) -> dict[
 
 
 def _whole(text: str, key: str, what: str) -> int:
-    if not (text.isascii() and text.isdigit()):
+    if not (text.isascii() and text.isdigit()) or int(text) > LARGEST_ID:
         raise ConfigError(f"{key} must be {what}, got {text!r}")
     return int(text)
 

@@ -125,6 +125,7 @@ def test_recommend_from_history_for_a_gpu_or_a_budget(served):
         ("/api/v1/trials?model=%00", 400, "model: a NUL character is not allowed"),
         ("/api/v1/trials?since=yesterday", 400, "since must be an ISO date"),
         ("/api/v1/trials?sweep=x", 400, "sweep must be a sweep's id"),
+        (f"/api/v1/trials?sweep={2**63}", 400, "sweep must be a sweep's id"),  # no SQL integer
         ("/api/v1/trials?colour=red", 400, "unknown filter 'colour'"),
         ("/api/v1/trials/0", 422, "trial_id"),
         ("/api/v1/trials/99999999999999999999", 422, "trial_id"),
