@@ -304,15 +304,12 @@ def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) ->
     store = existing(_only_db_url(options))
     result = store.get(int(trial_id))
     if result is None:
-        fail(f"no trial {trial_id} in {store.url}; advisor history lists the stored ones")
+        fail(f"no trial {trial_id} in {schema.shown(store.url)}; advisor history lists the "
+             "stored ones")  # fmt: skip
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
         return
-    env = result.environment
-    out.print(report.trial_report(result, env.device_memory_bytes if env else None))
-    out.print(history_view.environment_line(result))
-    if (snapshot := history_view.snapshot_line(result)) is not None:
-        out.print(snapshot)
+    out.print(history_view.trial_view(result))
 
 
 @app.command()
@@ -329,7 +326,8 @@ def compare(ids: Overrides = None, as_json: JsonFlag = False) -> None:
     results = [store.get(int(i)) for i in given]
     missing = [i for i, r in zip(given, results, strict=True) if r is None]
     if missing:
-        fail(f"no trial {', '.join(missing)} in {store.url}; advisor history lists the stored ones")
+        fail(f"no trial {', '.join(missing)} in {schema.shown(store.url)}; advisor history "
+             "lists the stored ones")  # fmt: skip
     found = [r for r in results if r is not None]
     if as_json:
         print(json.dumps([r.to_dict() for r in found], indent=2))

@@ -73,14 +73,9 @@ def router(store: Store) -> APIRouter:
         result = queries.stored_trial(store, trial_id)
         env = result.environment
         device_memory = env.device_memory_bytes if env else None
-        shown: list[RenderableType] = [
-            report.trial_report(result, device_memory),
-            history_view.environment_line(result),
-        ]
-        if (snapshot := history_view.snapshot_line(result)) is not None:
-            shown.append(snapshot)
         bar = memory_bar(result.memory, device_memory) if result.memory else None
-        return page(request, "trial.html", result=result, bar=bar, report=as_html(*shown))
+        return page(request, "trial.html", result=result, bar=bar,
+                    report=as_html(history_view.trial_view(result)))  # fmt: skip
 
     @pages.get("/sweeps")
     def sweeps(request: Request) -> HTMLResponse:

@@ -8,10 +8,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from advisor.report import describe, gib, rate
+from advisor.report import describe, gib, rate, trial_report
 from advisor.result import Environment, TrialResult
 
 if TYPE_CHECKING:  # (a sweep as the store gives it; these tables need no database)
@@ -46,6 +47,19 @@ def history_table(results: Sequence[TrialResult]) -> Table:
         )
     table.caption = "code: the workload's fingerprint (its source and the libraries' versions)"
     return table
+
+
+def trial_view(result: TrialResult) -> Group:
+    """One stored trial as `advisor show` prints it (and the dashboard's trial page): its
+    report, where it ran, and its memory snapshot, where it has one."""
+    env = result.environment
+    parts: list[RenderableType] = [
+        trial_report(result, env.device_memory_bytes if env else None),
+        environment_line(result),
+    ]
+    if (snapshot := snapshot_line(result)) is not None:
+        parts.append(snapshot)
+    return Group(*parts)
 
 
 def environment_line(result: TrialResult) -> Text:
