@@ -184,13 +184,18 @@ def test_the_same_sweep_started_twice_at_once_joins_one_sweep(db_url, tmp_path):
 
 def test_a_running_trial_is_failed_on_resume_only_when_its_process_died(db_url, study_url):
     """A second process joining must not fail the trials the first is measuring (it did:
-    UpdateFinishedTrialError when the first told its result); a killed process's are failed."""
+    UpdateFinishedTrialError when the first told its result); a killed process's are failed.
+    A trial that names no owner yet is another's just asked while another process is present;
+    with none present, it was left by one killed between asking and naming itself (a fault
+    test's resume left it running for good)."""
     import optuna
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     host = sharing.this_host()
-    shared = SharedSweep(Store(db_url), open_sweep(db_url))
+    sweep_id = open_sweep(db_url)
+    shared = SharedSweep(Store(db_url), sweep_id)
+    other = SharedSweep(Store(db_url), sweep_id)
     optuna_study = optuna.create_study(storage=study_url, study_name="s")
     owners = {
         "dead here": f"{host}:{gone.pid}:00000000",
@@ -206,11 +211,15 @@ def test_a_running_trial_is_failed_on_resume_only_when_its_process_died(db_url, 
         running = optuna_study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
         verdicts = [shared.abandoned(str(t.user_attrs.get(OWNER, "")), t.datetime_start)
                     for t in running]  # fmt: skip
+        other.close()
+        alone = shared.abandoned("", running[-1].datetime_start)
     finally:
+        other.close()
         shared.close()
     assert dict(zip(owners, verdicts, strict=True)) == {
         "dead here": True, "alive here": False, "young elsewhere": False, "none, young": False,
     }  # fmt: skip
+    assert alone
 
 
 def test_an_old_trial_from_another_host_is_abandoned_unless_its_owner_holds_a_live_claim(db_url):

@@ -25,6 +25,7 @@ from advisor.store.tables import SweepClaimRow
 
 HEARTBEAT_S = 10.0  # how often a process says its claims are alive
 STALE_S = 60.0  # a claim whose heartbeat is older than this was left by a process that died
+PRESENT = "present-"  # the key of the claim that says a process runs the sweep, from its start
 
 
 class Others(Protocol):
@@ -67,7 +68,8 @@ class SharedSweep:
     def __init__(self, store: Store, sweep_id: int) -> None:
         self.store, self.sweep_id = store, sweep_id
         self.host = this_host()
-        self.owner = f"{self.host}:{os.getpid()}:{secrets.token_hex(4)}"
+        token = secrets.token_hex(8)
+        self.owner = f"{self.host}:{os.getpid()}:{token}"
         # writes on SQLite begin IMMEDIATE, so that reading a claim and writing one are one step
         engine = store.engine.execution_options(begin="IMMEDIATE")
         self._session = sessionmaker(engine, expire_on_commit=False)
@@ -75,17 +77,21 @@ class SharedSweep:
         self._seen: set[int] = set()  # trial ids already handed out by news()
         self._stop = threading.Event()
         self._heart = threading.Thread(target=self._beat, daemon=True)
+        # present before this process asks Optuna for a trial (see abandoned())
+        self.take(PRESENT + token)
         self._heart.start()
 
     def abandoned(self, owner: str, started: datetime.datetime | None) -> bool:
         """Whether a trial still running was left by a process that died: on this host, its
         process is gone; elsewhere, it is older than STALE_S and its owner holds no live claim.
-        A trial that names no owner (asked a moment ago, or by an older advisor) counts by its
-        age. `started` is Optuna's, in the asking host's local time: hosts' clocks must agree."""
+        A trial that names no owner was asked a moment ago, or by one killed between asking and
+        naming itself: it is abandoned when older than STALE_S, or when no other process is
+        present (each is present before it asks, and the trial was read before this call).
+        `started` is Optuna's, in the asking host's local time: hosts' clocks must agree."""
         started = started or datetime.datetime.now()
         young = (datetime.datetime.now() - started).total_seconds() < STALE_S
         if owner.count(":") != 2:
-            return not young
+            return not young or not self._others_present()
         host, pid, _ = owner.rsplit(":", 2)
         if host == self.host:
             return not _process_exists(pid, owner == self.owner)
@@ -127,7 +133,13 @@ class SharedSweep:
             pass  # a database gone or locked now: the claim goes stale and is taken over
 
     def busy(self) -> set[str]:
-        """The keys that live other processes hold."""
+        """The keys that live other processes hold (spec hashes, answer-...)."""
+        return {key for key in self._held_by_others() if not key.startswith(PRESENT)}
+
+    def _others_present(self) -> bool:
+        return any(key.startswith(PRESENT) for key in self._held_by_others())
+
+    def _held_by_others(self) -> set[str]:
         now = _now()
         query = select(SweepClaimRow).where(SweepClaimRow.sweep_id == self.sweep_id)
         try:
