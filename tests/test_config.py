@@ -46,6 +46,16 @@ def test_a_workload_file_is_found_from_any_folder_and_counted_by_name_and_code(t
     assert there.model.source != here.model.source and there.hash == here.hash
 
 
+def test_a_config_composed_again_is_a_copy_not_the_one_handed_out_before():
+    """load() composes the same overrides once a process (Hydra takes 60 ms); a caller that
+    changes its config changes no other caller's."""
+    first = load(["batch_size=8"])
+    first.batch_size = 16
+    first.model.name = "changed"
+    again = load(["batch_size=8"])
+    assert again.batch_size == 8 and again.model.name == "resnet50"
+
+
 @pytest.mark.parametrize(
     "overrides,message",
     [

@@ -106,6 +106,27 @@ def test_environments_are_shared_between_trials(db_url):
         assert connection.exec_driver_sql("select count(*) from environments").scalar() == 1
 
 
+def test_a_trial_read_once_is_not_read_again_by_another_store(db_url):
+    """advisor.recommend() opens a Store a call; the trials it read are the process's."""
+    Store(db_url).add(an_ok_result(32))
+    first, again = Store(db_url).trials(), Store(db_url).trials()
+    assert len(first) == 1 and again[0] is first[0]
+
+
+def test_a_database_made_again_at_the_same_url_is_not_answered_from_the_old_one(tmp_path):
+    url = f"sqlite:///{tmp_path / 'again.sqlite'}"
+    Store(url).add(an_ok_result(32))
+    Store(url).add(an_ok_result(32))
+    before = Store(url).trials()  # ids 2 and 1, now read
+    for file in tmp_path.glob("again.sqlite*"):
+        file.unlink()
+    Store(url).add(an_ok_result(64))  # id 1 again, another spec
+    Store(url).add(an_ok_result(32))  # id 2 again, the same spec at another time
+    after = Store(url).trials()
+    assert [(t.id, t.spec.batch_size) for t in after] == [(2, 32), (1, 64)]
+    assert after[0].created_at != before[0].created_at
+
+
 def test_migration_from_an_empty_database_matches_the_tables(tmp_path):
     url = f"sqlite:///{tmp_path / 'empty.sqlite'}"
     Store(url)

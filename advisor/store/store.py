@@ -25,13 +25,13 @@ from advisor.result import (
 )
 from advisor.spec import TrialSpec
 from advisor.store import rows, schema, spool
+from advisor.store.read_cache import READ
 from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
 
 WRITE_WAITS_S = (1.0, 3.0)  # a trial's write that fails is tried again after these
 URL_VARIABLE = "ADVISOR_DB_URL"
 STUDY_URL_VARIABLE = "ADVISOR_STUDY_DB_URL"
 
-CACHED_TRIALS = 50_000  # trials a Store keeps read (about 2 KB each), then it starts again
 READ_CHUNK = 5_000  # ids in one IN (...) (SQLite's limit on parameters is 32,766)
 
 
@@ -84,7 +84,6 @@ class Store:
         except (SQLAlchemyError, OSError) as error:
             raise schema.why_unusable(self.url, error) from None
         self._session = sessionmaker(self.engine, expire_on_commit=False)
-        self._read: dict[int, TrialResult] = {}  # stored trials read so far, by id
         self._environment: dict[int, Environment] = {}
         self._lock = threading.Lock()  # (the dashboard reads in several threads)
         self.unspooled = 0 if read_only else self._store_spooled()
@@ -238,28 +237,27 @@ class Store:
         return found[0] if found else None
 
     def _results(self, query: Select[Any]) -> list[TrialResult]:
-        """The trials a query of rows.TRIAL_COLUMNS selects, in its order. A stored trial never
-        changes, so those read before are taken from memory (a recommendation from 2,000
-        trials re-reads none of them); the rest are read as plain rows (ORM objects took twice
-        as long), with their environments."""
+        """The trials a query of rows.TRIAL_COLUMNS selects, in its order. Those read before in
+        this process are taken from memory (read_cache); the rest are read as plain rows (ORM
+        objects took twice as long), with their environments."""
+        key_columns = (TrialRow.id, TrialRow.spec_hash, TrialRow.created_at)
         with self._session() as session:
-            ids = list(session.scalars(query.with_only_columns(TrialRow.id)))
-            with self._lock:
-                known = {i: self._read[i] for i in ids if i in self._read}
-            missing = [i for i in ids if i not in known]
+            keys = [
+                (i, h, when)
+                for i, h, when in session.execute(query.with_only_columns(*key_columns))
+            ]
+            known = READ.known(self.url, keys)
+            missing = [key[0] for key in keys if key not in known]
             fetched: list[Row[Any]] = []
             for start in range(0, len(missing), READ_CHUNK):
                 part = missing[start : start + READ_CHUNK]
                 fetched += session.execute(select(*rows.TRIAL_COLUMNS).where(TrialRow.id.in_(part)))
             environments = self._environments(session, {row.environment_id for row in fetched})
-        read = {row.id: rows.trial_of(row._mapping, environments.get(row.environment_id))
+        read = {(row.id, row.spec_hash, row.created_at):
+                rows.trial_of(row._mapping, environments.get(row.environment_id))
                 for row in fetched}  # fmt: skip
-        with self._lock:
-            if len(self._read) + len(read) > CACHED_TRIALS:
-                self._read.clear()
-            if len(read) <= CACHED_TRIALS:  # (a bigger read is used once, not kept)
-                self._read.update(read)
-        return [known[i] if i in known else read[i] for i in ids]
+        READ.keep(self.url, read)
+        return [known[key] if key in known else read[key] for key in keys]
 
     def _environments(self, session: Session, ids: set[int | None]) -> dict[int, Environment]:
         """The environments of these ids, read once each (they never change either)."""
