@@ -13,7 +13,6 @@ fastest training setting that fits a GPU.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,10 +24,7 @@ if TYPE_CHECKING:
     from advisor.spec import TrialSpec
     from advisor.workload import Workload
 
-try:
-    __version__ = version("advisor")
-except PackageNotFoundError:  # run from a checkout without installing (the GPU machine)
-    __version__ = "0.1.0+checkout"
+    __version__: str
 
 # Where each public name lives. They are imported on first use: a worker process imports this
 # package too, and should not pay for Optuna, SQLAlchemy and Hydra's sweeps to measure a step.
@@ -68,9 +64,20 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
+    if name == "__version__":  # (importlib.metadata takes 50 ms to import: on first use too)
+        value = _version()
+    elif (module := _MODULE_OF.get(name)) is not None:
+        value = getattr(importlib.import_module(module), name)
+    else:
         raise AttributeError(f"module 'advisor' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("advisor")
+    except PackageNotFoundError:  # run from a checkout without installing (the GPU machine)
+        return "0.1.0+checkout"

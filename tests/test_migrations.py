@@ -15,7 +15,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine
 
 from advisor.result import Phase, Status
-from advisor.store.schema import MIGRATIONS
+from advisor.store.schema import HEAD, MIGRATIONS
 from advisor.store.store import Store, TrialFilter
 from advisor.store.tables import Base
 
@@ -26,6 +26,12 @@ def head() -> str | None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     return ScriptDirectory.from_config(config).get_current_head()
+
+
+def test_the_head_a_database_is_opened_by_without_alembic_is_alembics_own():
+    """schema.HEAD saves importing alembic on every open: a migration added without it would
+    leave databases at the previous schema."""
+    assert head() == HEAD
 
 
 def test_every_earlier_schema_has_a_committed_database():
