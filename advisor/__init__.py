@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from advisor.app import SweepEvents, SweepOutcome, estimate, recommend, run, sweep
     from advisor.errors import AdvisorError, ConfigError, StoreError, WorkloadError
     from advisor.estimator import Estimate
+    from advisor.queries import history
     from advisor.recommendation import Recommendation
     from advisor.result import Category, Memory, Status, Throughput, TrialResult
     from advisor.spec import TrialSpec
@@ -32,6 +33,7 @@ _PUBLIC = {
     "advisor.app": ("SweepEvents", "SweepOutcome", "estimate", "recommend", "run", "sweep"),
     "advisor.errors": ("AdvisorError", "ConfigError", "StoreError", "WorkloadError"),
     "advisor.estimator": ("Estimate",),
+    "advisor.queries": ("history",),
     "advisor.recommendation": ("Recommendation",),
     "advisor.result": ("Category", "Memory", "Status", "Throughput", "TrialResult"),
     "advisor.spec": ("TrialSpec",),
@@ -57,6 +59,7 @@ __all__ = [
     "WorkloadError",
     "__version__",
     "estimate",
+    "history",
     "recommend",
     "run",
     "sweep",

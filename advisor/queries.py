@@ -15,7 +15,7 @@ from advisor.memory_model import DEFAULT_MARGIN, Target
 from advisor.recommendation import Recommendation, recommend
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
-from advisor.store.store import Store, Sweep, TrialFilter
+from advisor.store.store import Store, Sweep, TrialFilter, existing
 
 FILTERS = ("model", "workload", "status", "gpu", "torch", "since", "until", "sweep", "hash",
            "limit")  # fmt: skip
@@ -42,6 +42,16 @@ class TrialQuery:
         if self.limit and len(results) > self.limit:
             return results[: self.limit], True
         return results, False
+
+
+def history(db_url: str | None = None, **filters: str | int) -> list[TrialResult]:
+    """Stored trials, newest first, by `advisor history`'s filters: model=, workload=, status=,
+    gpu=, torch=, since=, until=, sweep=, hash=, and limit= (20 unless given; 0 for all).
+
+        advisor.history(model="resnet50", status="ok", gpu="h200", since="2026-12-01")
+    """
+    given = {key: str(value) for key, value in filters.items()}
+    return trial_query(given, default_limit=20).run(existing(db_url))[0]
 
 
 def trial_query(

@@ -7,6 +7,7 @@ import dataclasses
 import datetime
 import json
 
+import pytest
 from fake_backend import ENVIRONMENT, fake_result
 from test_cli import advisor
 
@@ -56,6 +57,17 @@ def test_each_filter_finds_its_trials(db_url):
     assert found(workload="catalog.classifier") == ids[::-1]  # its end
     assert found(workload="catalog") == []  # the end of the source, not any part of the JSON
     assert found(workload="tiny_mlp") == []  # a name is model=, not a source
+
+
+def test_history_in_python_takes_the_commands_filters(db_url):
+    from advisor import ConfigError, history
+
+    _, ids, sweep_id = stored(db_url)
+    assert [r.id for r in history(db_url=db_url)] == ids[::-1]
+    assert [r.id for r in history(db_url=db_url, gpu="a100", since="2026-11-30")] == [ids[1]]
+    assert [r.id for r in history(db_url=db_url, sweep=sweep_id, limit=1)] == [ids[3]]
+    with pytest.raises(ConfigError, match="unknown filter 'gpus'"):
+        history(db_url=db_url, gpus="h200")
 
 
 def test_the_command_filters_and_says_when_it_shows_fewer_than_match(db_url):
