@@ -42,7 +42,7 @@ from advisor.space import Space, space_of
 from advisor.spec import Device, TrialSpec
 from advisor.steps import Step, SweepProgress
 from advisor.store.sharing import Others, SharedSweep
-from advisor.store.store import Store, Sweep, study_url
+from advisor.store.store import Store, Sweep, existing, study_url
 from advisor.target import target_of, trial_cap
 from advisor.workload import Workload
 
@@ -153,11 +153,15 @@ def recommend(
     _one_trial_only(cfg, "recommend")
     base = trial_spec(cfg)
     target = target_of(cfg, base.device)
-    history = [
-        r
-        for r in Store(cfg.db_url).trials(model=base.model.name, status="ok")
-        if r.spec.model.identity == base.model.identity and r.spec.device is base.device
-    ]
+    stored = existing(cfg.db_url).trials(model=base.model.name, status="ok")
+    same = [r for r in stored if r.spec.model.identity == base.model.identity]
+    history = [r for r in same if r.spec.device is base.device]
+    if same and not history:
+        elsewhere = sorted({r.spec.device.value for r in same})[0]
+        raise ConfigError(
+            f"no ok {base.device.value} trial of {base.model.name} is stored; its trials ran "
+            f"on {elsewhere}: device={elsewhere}"
+        )
     return recommend_from(history, target, cfg.effective_batch_size)
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import torch
 from sqlalchemy import create_engine
 from test_cli import advisor, trial_count
+
+from advisor.store.store import Store
 
 SWEEP = [
     "sweep",
@@ -74,12 +77,19 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
 
     table = advisor("recommend", "model=tiny_mlp", "device=cpu", "gpu=t4", db_url=db_url)
     gpu_only = advisor("recommend", "model=tiny_mlp", "gpu=t4", db_url=db_url)
-    assert gpu_only.returncode == 1 and "only 0 measured" in gpu_only.stdout  # CPU runs don't count
+    assert gpu_only.returncode == 2  # CPU runs don't count for a GPU, and it says where they ran
+    assert "no ok cuda trial of tiny_mlp is stored; its trials ran on cpu: device=cpu" in (
+        gpu_only.stderr
+    )
     assert "recommended:" in table.stdout
     assert "memory feasibility transfers to t4" in table.stdout.replace("\n", " ")
 
 
 def test_recommend_says_when_history_is_too_thin(db_url):
+    nowhere = advisor("recommend", "model=gpt2", "gpu=a100_40gb", db_url=db_url)
+    assert nowhere.returncode == 2 and "no results database at" in nowhere.stderr  # none made
+    assert not Path(db_url.removeprefix("sqlite:///")).exists()
+    Store(db_url)
     result = advisor("recommend", "model=gpt2", "gpu=a100_40gb", db_url=db_url)
     assert result.returncode == 1
     assert "no recommendation: only 0 measured setting(s)" in result.stdout

@@ -11,7 +11,8 @@ trials. Fills a real SQLite database through advisor's public commands, then tim
 4. `advisor serve` on it; each request below `--repeats` times over loopback, timed at the
    client: the first (cold: the server has read nothing yet), then p50, p95, max. And
    `advisor history` as a whole command (with Python's start).
-5. `advisor.recommend(...)` in this process (the Python API), timed the same way.
+5. `advisor.recommend(...)` and `advisor.history(...)` in this process (the Python API), timed
+   the same way.
 Writes OUT/results.json and prints a table.
 """
 
@@ -151,7 +152,7 @@ def main() -> None:
         "API trials gpu+torch+since, 20": "/api/v1/trials?gpu=h200&torch=2.11&since=2026-10-01&limit=20",
         "API trials workload (all match), 20": "/api/v1/trials?workload=catalog.classifier&limit=20",
         "API trials workload (none match), 20": "/api/v1/trials?workload=own_model.py:workload&limit=20",
-        "API trials oom of a model, all": "/api/v1/trials?model=model_07&status=oom&limit=0",
+        "API trials oom of a model, all": "/api/v1/trials?model=model_07&status=oom&limit=10000",
         "API one trial": lambda: f"/api/v1/trials/{rng.randrange(1, args.trials)}",
         "API recommend (a model, a100_80gb)": "/api/v1/recommend?model=model_07&gpu=a100_80gb",
         "API recommend (24GiB, batch 256)": "/api/v1/recommend?model=model_13&memory=24GiB&effective_batch_size=256",
@@ -174,7 +175,14 @@ def main() -> None:
     timings["Python advisor.recommend (tiny_mlp, 80GiB)"] = timed(
         lambda: advisor.recommend("tiny_mlp", gpu={"memory": "80GiB"}, db_url=db),
         args.repeats)  # fmt: skip
-    for label in list(timings)[-2:]:
+    timings["Python advisor.history (model, 20)"] = timed(
+        lambda: advisor.history(model="model_07", limit=20, db_url=db), args.repeats
+    )
+    timings["Python advisor.history (gpu+torch+since, 20)"] = timed(
+        lambda: advisor.history(gpu="h200", torch="2.11", since="2026-10-01", limit=20, db_url=db),
+        args.repeats,
+    )
+    for label in list(timings)[-4:]:
         print(f"{label:40} {timings[label]}", flush=True)
     results["timings"] = timings
     (args.out / "results.json").write_text(json.dumps(results, indent=2))
