@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 
 from advisor import gpus, search, study
 from advisor.backend import WorkerBackend
-from advisor.config import MeasureConfig, load, trial_spec
+from advisor.config import MeasureConfig, device_of, load, trial_spec, workload_identity
 from advisor.errors import ConfigError, WorkloadError
 from advisor.estimator import Estimate, Estimator
 from advisor.estimator import estimate as estimate_spec
@@ -151,16 +151,16 @@ def recommend(
     device = [] if any(o.startswith("device=") for o in given) else ["device=cuda"]
     cfg = configure(workload, [*device, *given])
     _one_trial_only(cfg, "recommend")
-    base = trial_spec(cfg)
-    target = target_of(cfg, base.device)
-    stored = existing(cfg.db_url).trials(model=base.model.name, status="ok")
-    same = [r for r in stored if r.spec.model.identity == base.model.identity]
-    history = [r for r in same if r.spec.device is base.device]
+    identity, on = workload_identity(cfg), device_of(cfg.device)  # (the model is not built)
+    target = target_of(cfg, on)
+    stored = existing(cfg.db_url).trials(model=identity[0], status="ok")
+    same = [r for r in stored if r.spec.model.identity == identity]
+    history = [r for r in same if r.spec.device is on]
     if same and not history:
         elsewhere = sorted({r.spec.device.value for r in same})[0]
         raise ConfigError(
-            f"no ok {base.device.value} trial of {base.model.name} is stored; its trials ran "
-            f"on {elsewhere}: device={elsewhere}"
+            f"no ok {on.value} trial of {identity[0]} is stored; its trials ran on "
+            f"{elsewhere}: device={elsewhere}"
         )
     return recommend_from(history, target, cfg.effective_batch_size)
 

@@ -201,7 +201,7 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
     WorkloadError what is wrong with the workload (loaded here, and one batch made on the CPU)."""
     optimizer = _node(cfg.optimizer)
     model_spec = workload_spec(cfg)
-    device = _device(cfg.device)
+    device = device_of(cfg.device)
     if cfg.channels_last and not model_spec.image_input:
         raise ConfigError(
             f"channels_last applies to image models; {model_spec.name} takes no images"
@@ -229,6 +229,16 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
 def workload_spec(cfg: DictConfig) -> WorkloadSpec:
     """The workload of a config: workload=FILE_OR_MODULE:FUNCTION, else the model's node (a
     catalog function with its arguments)."""
+    return workload.describe(*_workload_source(cfg))
+
+
+def workload_identity(cfg: DictConfig) -> tuple[str, ...]:
+    """workload_spec(cfg).identity, with nothing built."""
+    return workload.identity(*_workload_source(cfg))
+
+
+def _workload_source(cfg: DictConfig) -> tuple[str, str]:
+    """The workload's function and its arguments (canonical JSON)."""
     if cfg.workload:
         source, arguments = _absolute(str(cfg.workload)), {}
     else:
@@ -238,7 +248,7 @@ def workload_spec(cfg: DictConfig) -> WorkloadSpec:
         source, arguments = str(node.pop("_target_")), node
         for target in _targets(node):  # torchvision.models.resnet50, transformers.GPT2Config
             extras.require(target, f"model={arguments.get('name', source)}")
-    return workload.describe(source, _canonical(arguments))
+    return source, _canonical(arguments)
 
 
 def _targets(node: Any) -> list[str]:
@@ -265,7 +275,7 @@ def _node(config: Any) -> dict[str, Any]:
     return {str(k): v for k, v in node.items()}
 
 
-def _device(value: str) -> Device:
+def device_of(value: str) -> Device:
     if value == "auto":
         return Device.cuda if local_gpu() is not None else Device.cpu
     try:

@@ -56,10 +56,10 @@ class WorkloadSpec:
     tokens_per_sample: int | None  # token models: the sequence length (tokens/s)
 
     @property
-    def identity(self) -> tuple[str, str, str, str]:
+    def identity(self) -> tuple[str, ...]:
         """The same workload, whatever the library versions and the folder of its file: what
         calibration and recommend match history on (the versions are each trial's own)."""
-        return self.name, self.source.rsplit("/", 1)[-1], self.arguments, self.code
+        return workload_identity(self.name, self.source, self.arguments, self.code)
 
     @property
     def fingerprint(self) -> str:
@@ -176,3 +176,8 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     return value
+
+
+def workload_identity(name: str, source: str, arguments: str, code: str) -> tuple[str, ...]:
+    """WorkloadSpec.identity, of a workload not described (recommend builds nothing)."""
+    return name, source.rsplit("/", 1)[-1], arguments, code

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from conftest import spec_of
 
-from advisor.config import load, trial_spec
+from advisor.config import load, trial_spec, workload_identity
 from advisor.errors import ConfigError, WorkloadError
 from advisor.spec import Checkpointing, Precision
 
@@ -44,6 +44,17 @@ def test_a_workload_file_is_found_from_any_folder_and_counted_by_name_and_code(t
     copy.write_text((Path("examples") / "own_model.py").read_text())
     there = spec_of(f"workload={copy}:workload")
     assert there.model.source != here.model.source and there.hash == here.hash
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [["model=tiny_mlp"], ["model=gpt2", "model.seq_len=128"],
+     ["workload=examples/own_model.py:workload"]],
+)  # fmt: skip
+def test_recommends_identity_of_a_workload_is_the_one_its_trials_are_stored_with(overrides):
+    """recommend matches history by the workload's identity without building the model."""
+    cfg = load(["device=cpu", *overrides])
+    assert workload_identity(cfg) == trial_spec(cfg).model.identity
 
 
 def test_a_config_composed_again_is_a_copy_not_the_one_handed_out_before():
