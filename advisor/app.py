@@ -33,6 +33,7 @@ from advisor.recommendation import (
     Recommendation,
     against,
     disagreement,
+    run_on,
     typical,
 )
 from advisor.recommendation import recommend as recommend_from
@@ -148,21 +149,15 @@ def recommend(
     """The fastest stored setting that fits the target, from history alone. GPU measurements
     count unless device= says otherwise."""
     given = [*overrides, *as_overrides(settings)]
-    device = [] if any(o.startswith("device=") for o in given) else ["device=cuda"]
-    cfg = configure(workload, [*device, *given])
+    on_gpu = [] if any(o.startswith("device=") for o in given) else ["device=cuda"]
+    cfg = configure(workload, [*on_gpu, *given])
     _one_trial_only(cfg, "recommend")
-    identity, on = workload_identity(cfg), device_of(cfg.device)  # (the model is not built)
-    target = target_of(cfg, on)
-    stored = existing(cfg.db_url).trials(model=identity[0], status="ok")
-    same = [r for r in stored if r.spec.model.identity == identity]
-    history = [r for r in same if r.spec.device is on]
-    if same and not history:
-        elsewhere = sorted({r.spec.device.value for r in same})[0]
-        raise ConfigError(
-            f"no ok {on.value} trial of {identity[0]} is stored; its trials ran on "
-            f"{elsewhere}: device={elsewhere}"
-        )
-    return recommend_from(history, target, cfg.effective_batch_size)
+    identity = workload_identity(cfg)  # as the code has it now (the model is not built)
+    device = device_of(cfg.device)
+    stored = existing(cfg.db_url).trials(model=identity.name, status="ok")
+    history = run_on([r for r in stored if r.spec.model.identity == identity], device,
+                     identity.name)  # fmt: skip
+    return recommend_from(history, target_of(cfg, device), cfg.effective_batch_size)
 
 
 NEAR = 0.02  # the time to the answer: until a setting within this of its rate was measured

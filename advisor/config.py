@@ -27,6 +27,7 @@ from advisor.spec import (
     OptimizerSpec,
     Precision,
     TrialSpec,
+    WorkloadIdentity,
     WorkloadSpec,
 )
 
@@ -126,7 +127,10 @@ def load(overrides: list[str]) -> DictConfig:
     """Compose conf/config.yaml with Hydra overrides such as ['model=gpt2', 'batch_size=8'].
     The same overrides give the same config (conf/ is read-only package data and holds no
     interpolation of the environment), so a process composes each once: Hydra takes about
-    60 ms, a copy 1.5 ms, and advisor.recommend() is called in loops."""
+    60 ms, a copy 1.5 ms, and advisor.recommend() is called in loops. An override with an
+    interpolation of its own (${oc.env:...}, ${now:...}) is composed each time."""
+    if any("${" in override for override in overrides):
+        return _composed.__wrapped__(tuple(overrides))
     return copy.deepcopy(_composed(tuple(overrides)))
 
 
@@ -232,7 +236,7 @@ def workload_spec(cfg: DictConfig) -> WorkloadSpec:
     return workload.describe(*_workload_source(cfg))
 
 
-def workload_identity(cfg: DictConfig) -> tuple[str, ...]:
+def workload_identity(cfg: DictConfig) -> WorkloadIdentity:
     """workload_spec(cfg).identity, with nothing built."""
     return workload.identity(*_workload_source(cfg))
 

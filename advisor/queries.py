@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import enum
 from collections.abc import Mapping
 
 from advisor import gpus
 from advisor.errors import ConfigError, NotStored
 from advisor.memory_model import DEFAULT_MARGIN, Target
-from advisor.recommendation import Recommendation, recommend
+from advisor.recommendation import Recommendation, recommend, run_on
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
 from advisor.store.store import Store, Sweep, TrialFilter, existing
@@ -44,14 +45,23 @@ class TrialQuery:
         return results, False
 
 
-def history(db_url: str | None = None, **filters: str | int) -> list[TrialResult]:
+def history(*, db_url: str | None = None, **filters: object) -> list[TrialResult]:
     """Stored trials, newest first, by `advisor history`'s filters: model=, workload=, status=,
-    gpu=, torch=, since=, until=, sweep=, hash=, and limit= (20 unless given; 0 for all).
+    gpu=, torch=, since=, until=, sweep=, hash=, and limit= (all of them unless given; the
+    command shows 20). A value may be text, a number, a date or an enum (Status.ok).
 
         advisor.history(model="resnet50", status="ok", gpu="h200", since="2026-12-01")
     """
-    given = {key: str(value) for key, value in filters.items()}
-    return trial_query(given, default_limit=20).run(existing(db_url))[0]
+    given = {key: _text(value) for key, value in filters.items()}
+    return trial_query(given, default_limit=0).run(existing(db_url))[0]
+
+
+def _text(value: object) -> str:
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, datetime.datetime | datetime.date):
+        return value.isoformat()
+    return str(value)
 
 
 def trial_query(
@@ -155,13 +165,11 @@ def stored_recommendation(
     on the device, those of the workload measured last (its identity: name, source, arguments
     and code; an edited workload is another). `advisor recommend` matches the workload it
     composes from the current code instead; here nothing is loaded."""
-    stored = store.trials(model=model, status="ok")
-    trials = [r for r in stored if r.spec.device is device]
+    trials = run_on(store.trials(model=model, status="ok"), device, model)
     if not trials:
-        elsewhere = sorted({r.spec.device.value for r in stored})
-        hint = f"its trials ran on {elsewhere[0]}: device={elsewhere[0]}" if elsewhere else (
-            "sweep it first")  # fmt: skip
-        raise ConfigError(f"no ok {device.value} trial of model {model!r} is stored; {hint}")
+        raise ConfigError(
+            f"no ok {device.value} trial of model {model!r} is stored; sweep it first"
+        )
     identity = trials[0].spec.model.identity
     return recommend([r for r in trials if r.spec.model.identity == identity], target,
                      effective_batch_size)  # fmt: skip

@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from advisor.errors import ConfigError
 from advisor.memory_model import Target
 from advisor.result import Status, TrialResult
+from advisor.spec import Device
 
 MIN_TRIALS = 3  # fewer measured settings than this is too thin to recommend from
 DISAGREE = 0.05  # measurements of one setting further apart than this disagree
@@ -67,6 +69,19 @@ def recommend(
         measured_on=sorted({r.environment.device_name for r in ok if r.environment}),
         thin=thin,
     )
+
+
+def run_on(trials: Sequence[TrialResult], device: Device, model: str) -> list[TrialResult]:
+    """The trials of a model run on the device (a GPU's recommendation counts no CPU run);
+    ConfigError, saying where they ran, when there are trials but none on it."""
+    mine = [r for r in trials if r.spec.device is device]
+    if trials and not mine:
+        elsewhere = sorted({r.spec.device.value for r in trials})[0]
+        raise ConfigError(
+            f"no ok {device.value} trial of model {model!r} is stored; its trials ran on "
+            f"{elsewhere}: device={elsewhere}"
+        )
+    return mine
 
 
 def disagreement(measurements: Sequence[TrialResult]) -> float | None:

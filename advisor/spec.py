@@ -11,7 +11,7 @@ import enum
 import functools
 import hashlib
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from advisor.errors import ConfigError
 
@@ -40,6 +40,20 @@ class Device(enum.Enum):
     cpu = "cpu"
 
 
+class WorkloadIdentity(NamedTuple):
+    """The same workload, whatever the library versions and the folder of its file: what
+    calibration and recommend match history on (the versions are each trial's own)."""
+
+    name: str
+    file: str  # its source without the folder
+    arguments: str
+    code: str
+
+    @classmethod
+    def of(cls, name: str, source: str, arguments: str, code: str) -> WorkloadIdentity:
+        return cls(name, source.rsplit("/", 1)[-1], arguments, code)
+
+
 @dataclasses.dataclass(frozen=True)
 class WorkloadSpec:
     """The workload a trial trains (advisor.Workload), as data: where the worker finds it, and
@@ -56,10 +70,8 @@ class WorkloadSpec:
     tokens_per_sample: int | None  # token models: the sequence length (tokens/s)
 
     @property
-    def identity(self) -> tuple[str, ...]:
-        """The same workload, whatever the library versions and the folder of its file: what
-        calibration and recommend match history on (the versions are each trial's own)."""
-        return workload_identity(self.name, self.source, self.arguments, self.code)
+    def identity(self) -> WorkloadIdentity:
+        return WorkloadIdentity.of(self.name, self.source, self.arguments, self.code)
 
     @property
     def fingerprint(self) -> str:
@@ -176,8 +188,3 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     return value
-
-
-def workload_identity(name: str, source: str, arguments: str, code: str) -> tuple[str, ...]:
-    """WorkloadSpec.identity, of a workload not described (recommend builds nothing)."""
-    return name, source.rsplit("/", 1)[-1], arguments, code

@@ -31,7 +31,7 @@ from torch.nn import functional as F
 from torch.utils._pytree import tree_leaves
 
 from advisor.errors import AdvisorError, WorkloadError
-from advisor.spec import WorkloadSpec, workload_identity
+from advisor.spec import WorkloadIdentity, WorkloadSpec
 
 # Libraries whose version is part of a trial's identity: they build the models.
 MODEL_LIBRARIES = ("torch", "torchvision", "transformers", "timm")
@@ -141,11 +141,11 @@ def describe(source: str, arguments: str) -> WorkloadSpec:
     return _describe(source, arguments, code_hash(source, arguments))
 
 
-def identity(source: str, arguments: str) -> tuple[str, ...]:
+def identity(source: str, arguments: str) -> WorkloadIdentity:
     """describe(...).identity without building the model or making a batch (3 s of
     `advisor recommend` for resnet50): the workload's function is called for its name."""
     code = code_hash(source, arguments)
-    return workload_identity(load(source, json.loads(arguments)).name, source, arguments, code)
+    return WorkloadIdentity.of(load(source, json.loads(arguments)).name, source, arguments, code)
 
 
 @functools.lru_cache(maxsize=64)

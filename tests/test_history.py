@@ -60,10 +60,15 @@ def test_each_filter_finds_its_trials(db_url):
 
 
 def test_history_in_python_takes_the_commands_filters(db_url):
-    from advisor import ConfigError, history
+    from advisor import ConfigError, Status, history
 
     _, ids, sweep_id = stored(db_url)
-    assert [r.id for r in history(db_url=db_url)] == ids[::-1]
+    assert [r.id for r in history(db_url=db_url)] == ids[::-1]  # all, not the command's 20
+    assert [r.id for r in history(db_url=db_url, status=Status.ok, sweep=sweep_id)] == [
+        ids[3], ids[2]
+    ]  # fmt: skip
+    since = datetime.datetime(2026, 11, 30, tzinfo=UTC)
+    assert [r.id for r in history(db_url=db_url, since=since)] == [ids[3], ids[2], ids[1]]
     assert [r.id for r in history(db_url=db_url, gpu="a100", since="2026-11-30")] == [ids[1]]
     assert [r.id for r in history(db_url=db_url, sweep=sweep_id, limit=1)] == [ids[3]]
     with pytest.raises(ConfigError, match="unknown filter 'gpus'"):

@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 from fake_backend import FakeBackend, fake_result
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 from test_cli import ADVISOR
 from test_search import make_sweeper
@@ -211,15 +211,37 @@ def test_a_running_trial_is_failed_on_resume_only_when_its_process_died(db_url, 
         running = optuna_study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
         verdicts = [shared.abandoned(str(t.user_attrs.get(OWNER, "")), t.datetime_start)
                     for t in running]  # fmt: skip
-        other.close()
-        alone = shared.abandoned("", running[-1].datetime_start)
     finally:
         other.close()
+    try:  # the other killed, its presence left behind: the trial is the dead one's
+        plant(db_url, sweep_id, sharing.PRESENT + "dead", f"{host}:{gone.pid}:00000000", 1)
+        alone = shared.abandoned("", running[-1].datetime_start)
+        plant(db_url, sweep_id, sharing.PRESENT + "there", "another-host/7:13:00000000", 1)
+        joined = shared.abandoned("", running[-1].datetime_start)  # one alive elsewhere
+    finally:
         shared.close()
     assert dict(zip(owners, verdicts, strict=True)) == {
         "dead here": True, "alive here": False, "young elsewhere": False, "none, young": False,
     }  # fmt: skip
-    assert alone
+    assert alone and not joined
+
+
+def test_a_process_clears_the_presence_of_those_that_died(db_url):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    sweep_id, host = open_sweep(db_url), sharing.this_host()
+    plant(db_url, sweep_id, sharing.PRESENT + "dead", f"{host}:{gone.pid}:00000000", 1)
+    plant(db_url, sweep_id, sharing.PRESENT + "there", "another-host/7:13:00000000", 1)
+    plant(db_url, sweep_id, sharing.PRESENT + "stale", "another-host/7:14:00000000", 600)
+    shared = SharedSweep(Store(db_url), sweep_id)
+    try:
+        with Session(Store(db_url).engine) as session:
+            keys = set(session.scalars(select(SweepClaimRow.key)))
+    finally:
+        shared.close()
+    assert {key for key in keys if not key.startswith(sharing.PRESENT)} == set()
+    assert sharing.PRESENT + "there" in keys and len(keys) == 2  # that one, and its own
+    assert not {sharing.PRESENT + "dead", sharing.PRESENT + "stale"} & keys
 
 
 def test_an_old_trial_from_another_host_is_abandoned_unless_its_owner_holds_a_live_claim(db_url):

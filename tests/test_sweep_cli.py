@@ -78,7 +78,7 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
     table = advisor("recommend", "model=tiny_mlp", "device=cpu", "gpu=t4", db_url=db_url)
     gpu_only = advisor("recommend", "model=tiny_mlp", "gpu=t4", db_url=db_url)
     assert gpu_only.returncode == 2  # CPU runs don't count for a GPU, and it says where they ran
-    assert "no ok cuda trial of tiny_mlp is stored; its trials ran on cpu: device=cpu" in (
+    assert "no ok cuda trial of model 'tiny_mlp' is stored; its trials ran on cpu: device=cpu" in (
         gpu_only.stderr
     )
     assert "recommended:" in table.stdout

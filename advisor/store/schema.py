@@ -117,8 +117,11 @@ def _stamped(engine: Engine) -> str | None:
     try:
         with engine.connect() as connection:
             found = connection.execute(text("SELECT version_num FROM alembic_version")).all()
-    except DatabaseError:  # no table yet (or a database that cannot be read: alembic says)
-        return None
+    except DatabaseError as error:
+        said = first_line(error).lower()
+        if "no such table" in said or "does not exist" in said:  # SQLite's words, PostgreSQL's
+            return None
+        raise  # (a server that cannot be reached is not tried twice)
     return found[0][0] if len(found) == 1 else None
 
 

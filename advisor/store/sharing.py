@@ -77,8 +77,10 @@ class SharedSweep:
         self._seen: set[int] = set()  # trial ids already handed out by news()
         self._stop = threading.Event()
         self._heart = threading.Thread(target=self._beat, daemon=True)
-        # present before this process asks Optuna for a trial (see abandoned())
+        # present before this process asks Optuna for a trial (see abandoned()); the presence
+        # of processes that died is cleared, as no later one takes their keys
         self.take(PRESENT + token)
+        self._clear_dead_presence()
         self._heart.start()
 
     def abandoned(self, owner: str, started: datetime.datetime | None) -> bool:
@@ -86,7 +88,8 @@ class SharedSweep:
         process is gone; elsewhere, it is older than STALE_S and its owner holds no live claim.
         A trial that names no owner was asked a moment ago, or by one killed between asking and
         naming itself: it is abandoned when older than STALE_S, or when no other process is
-        present (each is present before it asks, and the trial was read before this call).
+        present (each is present before it asks, and the trial was read before this call; an
+        advisor from before presence, sharing the sweep, would lose the trial it just asked).
         `started` is Optuna's, in the asking host's local time: hosts' clocks must agree."""
         started = started or datetime.datetime.now()
         young = (datetime.datetime.now() - started).total_seconds() < STALE_S
@@ -122,6 +125,18 @@ class SharedSweep:
         except OperationalError as error:
             raise schema.why_unusable(self.store.url, error) from None
         return True
+
+    def _clear_dead_presence(self) -> None:
+        now = _now()
+        theirs = (SweepClaimRow.sweep_id == self.sweep_id, SweepClaimRow.key.startswith(PRESENT),
+                  SweepClaimRow.owner != self.owner)  # fmt: skip
+        try:
+            with self._session.begin() as session:
+                for row in session.scalars(select(SweepClaimRow).where(*theirs)).all():
+                    if not self._alive(row, now):
+                        session.delete(row)
+        except OperationalError:
+            pass  # locked now: a dead process's presence counts as absent all the same
 
     def drop(self, key: str) -> None:
         mine = (SweepClaimRow.sweep_id == self.sweep_id, SweepClaimRow.key == key,

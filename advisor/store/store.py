@@ -25,7 +25,7 @@ from advisor.result import (
 )
 from advisor.spec import TrialSpec
 from advisor.store import rows, schema, spool
-from advisor.store.read_cache import READ
+from advisor.store.read_cache import TRIALS_READ
 from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
 
 WRITE_WAITS_S = (1.0, 3.0)  # a trial's write that fails is tried again after these
@@ -246,7 +246,7 @@ class Store:
                 (i, h, when)
                 for i, h, when in session.execute(query.with_only_columns(*key_columns))
             ]
-            known = READ.known(self.url, keys)
+            known = TRIALS_READ.known(self.url, keys)
             missing = [key[0] for key in keys if key not in known]
             fetched: list[Row[Any]] = []
             for start in range(0, len(missing), READ_CHUNK):
@@ -256,7 +256,7 @@ class Store:
         read = {(row.id, row.spec_hash, row.created_at):
                 rows.trial_of(row._mapping, environments.get(row.environment_id))
                 for row in fetched}  # fmt: skip
-        READ.keep(self.url, read)
+        TRIALS_READ.keep(self.url, read)
         return [known[key] if key in known else read[key] for key in keys]
 
     def _environments(self, session: Session, ids: set[int | None]) -> dict[int, Environment]:
