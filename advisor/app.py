@@ -155,8 +155,13 @@ def recommend(
     identity = workload_identity(cfg)  # as the code has it now (the model is not built)
     device = device_of(cfg.device)
     stored = existing(cfg.db_url).trials(model=identity.name, status="ok")
-    history = run_on([r for r in stored if r.spec.model.identity == identity], device,
-                     identity.name)  # fmt: skip
+    same = [r for r in stored if r.spec.model.identity == identity]
+    if stored and not same:
+        raise ConfigError(
+            f"the {len(stored)} ok trial(s) of model {identity.name!r} stored ran other code or "
+            "arguments (a workload edited since is another); sweep it as it is now"
+        )
+    history = run_on(same, device, identity.name)
     return recommend_from(history, target_of(cfg, device), cfg.effective_batch_size)
 
 

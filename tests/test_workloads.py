@@ -108,6 +108,8 @@ def test_an_edited_workload_is_measured_again(tmp_path, db_url):
     assert trial_count(db_url) == measured  # the same code: reused, not measured again
     assert again.recommendation.best.id == first.recommendation.best.id
     source.write_text(source.read_text().replace("hidden_size=64", "hidden_size=32"))
+    with pytest.raises(api.ConfigError, match="ran other code or arguments"):  # not "only 0"
+        api.recommend(f"{source}:workload", device="cpu", gpu={"memory": "8GiB"}, db_url=db_url)
     edited = api.sweep(overrides=sweep, **settings)
     assert trial_count(db_url) == measured + len(edited.repeats)  # the edit: a new experiment
     new, old = edited.recommendation.best, first.recommendation.best
