@@ -30,6 +30,10 @@ from advisor.measure import OutOfMemory, apply_memory_cap, measure
 from advisor.result import Environment, Failure, Status
 from advisor.spec import Device, TrialSpec, plain
 
+# Read on import, before a trial's memory cap: under a 2 MiB cap, reading the package's
+# metadata raised MemoryError and the trial was recorded as crashed, not oom.
+ADVISOR_VERSION = advisor.__version__
+
 
 def run(
     spec: TrialSpec,
@@ -96,7 +100,7 @@ def environment(spec: TrialSpec) -> Environment:
         driver=driver,
         cuda=torch.version.cuda,
         torch=torch.__version__,
-        advisor=advisor.__version__,
+        advisor=ADVISOR_VERSION,
         python=platform.python_version(),
         host=socket.gethostname(),
     )

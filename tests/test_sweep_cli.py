@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import torch
 from sqlalchemy import create_engine
@@ -85,10 +84,11 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
     assert "memory feasibility transfers to t4" in table.stdout.replace("\n", " ")
 
 
-def test_recommend_says_when_history_is_too_thin(db_url):
-    nowhere = advisor("recommend", "model=gpt2", "gpu=a100_40gb", db_url=db_url)
-    assert nowhere.returncode == 2 and "no results database at" in nowhere.stderr  # none made
-    assert not Path(db_url.removeprefix("sqlite:///")).exists()
+def test_recommend_says_when_history_is_too_thin(db_url, tmp_path):
+    missing = tmp_path / "none.sqlite"
+    nowhere = advisor("recommend", "model=gpt2", "gpu=a100_40gb", db_url=f"sqlite:///{missing}")
+    assert nowhere.returncode == 2 and "no results database at" in nowhere.stderr
+    assert not missing.exists()  # none made
     Store(db_url)
     result = advisor("recommend", "model=gpt2", "gpu=a100_40gb", db_url=db_url)
     assert result.returncode == 1
