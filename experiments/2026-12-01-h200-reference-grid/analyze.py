@@ -46,7 +46,9 @@ for chunk, r in rows:
 ok = [r for _, r in rows if r["status"] == "ok" and r["throughput"]]
 if ok:
     best = max(ok, key=lambda r: r["throughput"]["samples_per_s"])
-    print(f"fastest measurement: {setting(best['spec'])}, {best['throughput']['samples_per_s']:,.0f}/s")
+    print(
+        f"fastest measurement: {setting(best['spec'])}, {best['throughput']['samples_per_s']:,.0f}/s"
+    )
 # Compiled rates move by a few percent between machines, so each spec is held against the
 # sweep's answer measured on its own machine (chunk), where the chunk measured it.
 ANSWER = "b2048 bf16 adamw_fused channels_last compile"
