@@ -235,7 +235,7 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
     elif not results:
         err.print("no stored trials match; measure one with: advisor run model=...")
     else:
-        out.print(history_view.history_table(results))
+        out.print(history_view.history_table(results, out.width))
 
 
 @app.command()

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -19,33 +20,39 @@ if TYPE_CHECKING:  # (a sweep as the store gives it; these tables need no databa
     from advisor.store.store import Sweep
 
 
-def history_table(results: Sequence[TrialResult]) -> Table:
-    table = Table(title="stored trials, newest first", title_justify="left")
-    columns = (
-        "id",
-        "when (UTC)",
-        "setting",
-        "status",
-        "samples/s",
-        "device peak",
-        "device",
-        "code",
-    )
+WIDE = 110  # columns a terminal needs for the history table to show each trial's device and code
+
+
+def history_table(results: Sequence[TrialResult], width: int = WIDE) -> Table:
+    """The trials, one row each. On a terminal narrower than WIDE (80 columns, or output piped
+    to a file) the device and code columns are left out, so the setting keeps room to read."""
+    wide = width >= WIDE
+    table = Table(title="stored trials, newest first", title_justify="left", box=box.SIMPLE_HEAD)
+    columns = ["id", "when (UTC)", "setting", "status", "samples/s", "device peak"]
+    columns += ["device", "code"] if wide else []
     for column in columns:
-        table.add_column(column, justify="right" if column in ("id", "samples/s") else "left")
+        table.add_column(
+            column,
+            justify="right" if column in ("id", "samples/s") else "left",
+            no_wrap=column != "setting",  # the setting wraps at its commas; the rest stay whole
+        )
     for r in results:
         t, m, env = r.throughput, r.memory, r.environment
-        table.add_row(
+        row = [
             str(r.id),
-            (r.created_at or "")[:19].replace("T", " "),
+            (r.created_at or "")[:16].replace("T", " "),  # to the minute: ids order the rest
             describe(r),
             r.status.value,
             rate(t),  # ≤ for a cut one: its rate is a bound
             gib(m.device_peak_bytes) if m else "-",
-            env.device_name if env else "-",
-            _code(r),
-        )
-    table.caption = "code: the workload's fingerprint (its source and the libraries' versions)"
+        ]
+        row += [env.device_name if env else "-", _code(r)] if wide else []
+        table.add_row(*row)
+    table.caption = (
+        "code: the workload's fingerprint (its source and the libraries' versions)"
+        if wide
+        else f"device and code: on a terminal {WIDE} columns wide, or with --json"
+    )
     return table
 
 

@@ -115,15 +115,18 @@ def trial_report(result: TrialResult, device_memory: int | None) -> Group:
     )
 
 
-def _memory_table(memory: Memory, device_memory: int | None, on_gpu: bool) -> Table:
+def _memory_table(
+    memory: Memory, device_memory: int | None, on_gpu: bool, of: str = "GPU"
+) -> Table:
     """On the CPU, without what only a GPU has (a CUDA context, NVML, allocator retries);
-    each figure's share of the device's memory, where there is one (a CPU sweep's target)."""
+    each figure's share of the memory it is held to, where there is one: the GPU's, or the
+    target's (of="target"; a CPU sweep has one too)."""
     table = Table(title="memory (each category at its own largest)", title_justify="left")
     table.add_column("category")
     table.add_column("size", justify="right")
     shares = device_memory is not None
     if shares:
-        table.add_column("of GPU", justify="right")
+        table.add_column(f"of {of}", justify="right")
     gpu_only = {Category.context.label, "device peak (reserved + context)", "NVML, this process"}
     for key, label, colour in [*CATEGORIES, OVERHEAD]:
         if on_gpu or label not in gpu_only:
@@ -146,9 +149,10 @@ def _memory_table(memory: Memory, device_memory: int | None, on_gpu: bool) -> Ta
     return table
 
 
-def memory_bar(memory: Memory, device_memory: int | None) -> Text:
-    """The categories stacked against the GPU's memory (on a CPU, against the largest figure).
-    They overlap in time, so the stack can reach past the device peak, marked by '|'."""
+def memory_bar(memory: Memory, device_memory: int | None, of: str = "GPU") -> Text:
+    """The categories stacked against the GPU's memory, or the target's (of="target"); with
+    neither, against the largest figure. They overlap in time, so the stack can reach past the
+    device peak, marked by '|'."""
     parts = [(getattr(memory, key), colour) for key, _, colour in [*CATEGORIES, OVERHEAD]]
     scale = max(device_memory or 0, sum(size for size, _ in parts), memory.device_peak_bytes, 1)
     cells = [
@@ -157,7 +161,7 @@ def memory_bar(memory: Memory, device_memory: int | None) -> Text:
     cells = (cells + [("·", "grey30")] * BAR_WIDTH)[:BAR_WIDTH]
     cells[min(BAR_WIDTH - 1, round(BAR_WIDTH * memory.device_peak_bytes / scale))] = ("|", "bold")
     if device_memory:
-        said = f"device peak {gib(memory.device_peak_bytes)}; GPU memory {gib(device_memory)}"
+        said = f"device peak {gib(memory.device_peak_bytes)}; {of} memory {gib(device_memory)}"
     else:
         said = f"peak {gib(memory.device_peak_bytes)}; CPU: no device limit"
     return Text.assemble(*cells, f"  | {said}")
@@ -267,8 +271,8 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
             )
         )
     on_gpu = best.spec.device is Device.cuda
-    lines.append(_memory_table(memory, target.memory_bytes, on_gpu))
-    lines.append(memory_bar(memory, target.memory_bytes))
+    lines.append(_memory_table(memory, target.memory_bytes, on_gpu, of="target"))
+    lines.append(memory_bar(memory, target.memory_bytes, of="target"))
     lines.append(_results_table("runners-up", rec.runners_up, target))
     front_title = "Pareto front: nothing else is both faster and smaller"
     lines.append(_results_table(front_title, rec.front, target))
@@ -342,7 +346,8 @@ def _results_table(title: str, results: Sequence[TrialResult], target: Target) -
             gib(m.device_peak_bytes) if m else "-",
             "yes" if target.fits(r) else "no",
         )
-    table.caption = "≤: timing cut short once it could not beat the best; the rate is a bound"
+    if any(r.throughput and r.throughput.stopped is TimingStop.cut for r in results):
+        table.caption = "≤: timing cut short once it could not beat the best; the rate is a bound"
     return table
 
 

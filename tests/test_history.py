@@ -94,6 +94,32 @@ def test_the_command_filters_and_says_when_it_shows_fewer_than_match(db_url):
         assert len(wrong.stderr.strip().splitlines()) == 1
 
 
+def test_the_history_table_reads_at_80_columns(db_url):
+    """Piped output and a default terminal are 80 columns: each trial's date, status and rate
+    stay whole on its first line, the setting wraps, and device and code wait for a wider
+    terminal (the caption says so); at 110 columns and more they are shown."""
+    from rich.console import Console
+
+    from advisor.history_view import WIDE, history_table
+    from advisor.report import rate
+
+    store, ids, _ = stored(db_url)
+    results = [store.get(i) for i in ids]
+    for width in (80, WIDE):
+        console = Console(width=width, record=True)
+        console.print(history_table(results, console.width))
+        lines = console.export_text().splitlines()
+        assert max(map(len, lines)) <= width
+        rows = [line for line in lines if line.strip().split(" ")[0].isdigit()]
+        assert len(rows) == len(results)  # each trial's first line: id, date, status, rate
+        for row, r in zip(rows, results, strict=True):
+            assert r.created_at[:16].replace("T", " ") in row and " ok " in row
+            assert rate(r.throughput) in row
+        text = "\n".join(lines)
+        assert ("NVIDIA H200" in text) == (width >= WIDE)
+        assert (f"device and code: on a terminal {WIDE} columns wide" in text) == (width < WIDE)
+
+
 def test_show_and_sweeps(db_url):
     _, ids, sweep_id = stored(db_url)
     shown = advisor("show", str(ids[2]), db_url=db_url)
