@@ -1,7 +1,8 @@
-"""Launching trials: one worker process per trial, its exit mapped to a status.
+"""Launching trials: one worker process per trial, forked by a worker fork server (which has
+imported torch once), its exit mapped to a status.
 
-This process never initialises CUDA: the worker does, and whatever it does to the GPU (a leak,
-a crash, a fragmented cache) ends with it.
+This process never initialises CUDA, nor does the server: the trial's process does, and
+whatever it does to the GPU (a leak, a crash, a fragmented cache) ends with it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -76,40 +78,38 @@ def run_trial(
     kills_before = oom_killer.kills()
     _own_trials_dir()
     with tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=TRIALS_DIR) as tmp:
-        result_path, phase_path = Path(tmp) / "result.json", Path(tmp) / "phase"
-        (Path(tmp) / "request.json").write_text(json.dumps(request))
-        with open(Path(tmp) / "request.json") as stdin, open(Path(tmp) / "output", "w+") as out:
-            worker = subprocess.Popen(
-                # -P: the current folder is not put first on the worker's path (a numpy.py
-                # there was imported); a workload file's folder is, by the workload's loader
-                [sys.executable, "-P", "-m", "advisor.worker", str(result_path), str(phase_path)],
-                stdin=stdin,
-                stdout=out,
-                stderr=subprocess.STDOUT,  # a model's prints must not reach our stdout (--json)
-                env=worker_environment(spec, gpu, compile_cache),
-                start_new_session=True,  # so a timeout kills the worker's children too
-            )
-            try:
-                timed_out = _wait(worker, timeout_s, phase_path, on_phase, cancel)
-            except BaseException:  # Ctrl-C, a cancel: leave no worker holding the GPU
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(worker.pid, signal.SIGKILL)
-                worker.wait()
-                raise
-            out.seek(0)
-            output = out.read()
+        folder = Path(tmp)
+        result_path = folder / "result.json"
+        (folder / "request.json").write_text(json.dumps(request))
+        (folder / "output").touch()
+        server, pid = _fork(folder, worker_environment(spec, gpu, compile_cache))
+        if pid is None:
+            message = f"the worker's fork server did not start\n{_tail(server.errors())}"
+            return _failed(spec, Status.crashed, message, time.perf_counter() - started)
+        try:
+            returncode, timed_out = _wait(server, pid, timeout_s, folder / "phase", on_phase,
+                                          cancel)  # fmt: skip
+        except BaseException:  # Ctrl-C, a cancel: leave no worker holding the GPU
+            _kill(pid)
+            with contextlib.suppress(EOFError):
+                server.answer(timeout_s=10)
+            raise
+        output = (folder / "output").read_text(errors="replace")
         wall_s = time.perf_counter() - started
         if timed_out:
             message = f"killed after {timeout_s:g} s\n{_tail(output)}"
             return _failed(spec, Status.timeout, message, wall_s)
-        if worker.returncode == -signal.SIGKILL and _count_rose(oom_killer.kills(), kills_before):
+        if returncode is None:
+            message = f"the worker's fork server ended during the trial\n{_tail(output)}"
+            return _failed(spec, Status.crashed, message, wall_s)
+        if returncode == -signal.SIGKILL and _count_rose(oom_killer.kills(), kills_before):
             message = (
                 "the host ran out of memory: the kernel's out-of-memory killer ended the worker "
                 f"(SIGKILL)\n{_tail(output)}"
             )
             return _failed(spec, Status.oom, message, wall_s)
-        if worker.returncode != 0 or not result_path.exists():
-            return _failed(spec, Status.crashed, _exit_text(worker.returncode, output), wall_s)
+        if returncode != 0 or not result_path.exists():
+            return _failed(spec, Status.crashed, _exit_text(returncode, output), wall_s)
         outcome = json.loads(result_path.read_text())
     if "workload_error" in outcome:
         raise WorkloadError(outcome["workload_error"])
@@ -130,22 +130,25 @@ def run_trial(
 
 
 def _wait(
-    worker: subprocess.Popen[bytes],
+    server: ForkServer,
+    pid: int,
     timeout_s: float,
     phase_path: Path,
     on_phase: Callable[[str], None] | None,
     cancel: threading.Event | None,
-) -> bool:
-    """Wait for the worker, telling its phase as it changes; True if it was killed for time.
-    KeyboardInterrupt once `cancel` is set."""
+) -> tuple[int | None, bool]:
+    """Wait for the trial's process, telling its phase as it changes: its exit code (None if
+    its server ended first) and whether it was killed for time. KeyboardInterrupt once
+    `cancel` is set."""
     deadline = time.perf_counter() + timeout_s
     phase = ""
     while True:
         try:
-            worker.wait(timeout=POLL_S)
-            return False
-        except subprocess.TimeoutExpired:
-            pass
+            answer = server.answer(timeout_s=POLL_S)
+        except EOFError:
+            return None, False
+        if answer is not None:
+            return answer, False
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt
         with contextlib.suppress(OSError):
@@ -154,9 +157,91 @@ def _wait(
                 phase = now
                 on_phase(phase)
         if time.perf_counter() >= deadline:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
-            return True
+            _kill(pid)
+            with contextlib.suppress(EOFError):
+                server.answer(timeout_s=None)
+            return None, True
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL to the trial's session (its children too), or to the trial alone if it has
+    not made its session yet."""
+    with contextlib.suppress(ProcessLookupError):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            os.kill(pid, signal.SIGKILL)
+
+
+class ForkServer:
+    """A worker fork server (python -m advisor.worker): torch imported once, then one process
+    forked per trial, each with the environment the server started with."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        # what it says itself (an import that failed), kept as long as it runs
+        self._errors = tempfile.TemporaryFile()  # noqa: SIM115
+        self.process = subprocess.Popen(
+            # -P: the current folder is not put first on the worker's path (a numpy.py
+            # there was imported); a workload file's folder is, by the workload's loader
+            [sys.executable, "-P", "-m", "advisor.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._errors,
+            env=env,
+            start_new_session=True,  # Ctrl-C in a terminal reaches the runner, which decides
+        )
+        self._read = b""
+
+    def fork(self, folder: Path) -> int | None:
+        """Start the trial of FOLDER: its pid, or None if the server has ended."""
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(f"{folder}\n".encode())
+            self.process.stdin.flush()
+            return self.answer(timeout_s=None)
+        except (OSError, EOFError):
+            return None
+
+    def answer(self, timeout_s: float | None) -> int | None:
+        """The server's next line, a number (a pid, then an exit code); None if it has said
+        nothing within timeout_s. EOFError once it has ended."""
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self._read:
+            ready, _, _ = select.select([fd], [], [], timeout_s)
+            if not ready:
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise EOFError
+            self._read += chunk
+        line, _, self._read = self._read.partition(b"\n")
+        return int(line)
+
+    def errors(self) -> str:
+        self._errors.seek(0)
+        return self._errors.read().decode(errors="replace")
+
+
+_SERVERS = threading.local()  # each thread's fork servers, by environment (see _fork)
+
+
+def _fork(folder: Path, env: dict[str, str]) -> tuple[ForkServer, int | None]:
+    """Start FOLDER's trial from this thread's server for env, started now if there is none
+    (or it has ended). A server serves one environment (what torch may read on import, such as
+    the allocator's settings, is the trial's) and one trial at a time, so it is the thread's:
+    on Linux it also ends with the thread that started it."""
+    servers: dict[tuple[tuple[str, str], ...], ForkServer] = _SERVERS.__dict__.setdefault(
+        "by_env", {}
+    )
+    key = tuple(sorted(env.items()))
+    server = servers.get(key)
+    if server is not None and server.process.poll() is None:
+        pid = server.fork(folder)
+        if pid is not None:
+            return server, pid
+    server = servers[key] = ForkServer(env)
+    return server, server.fork(folder)
 
 
 def _count_rose(now: int | None, before: int | None) -> bool:

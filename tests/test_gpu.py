@@ -127,3 +127,22 @@ def test_a_memory_snapshot_of_the_build_and_warm_up(tmp_path, db_url):
     assert max(sizes) > 0 and not path.with_suffix(".pickle.part").exists()
     shown = advisor("show", str(trial["id"]), db_url=db_url)
     assert f"memory snapshot: {path}" in shown.stdout.replace("\n", "")
+
+
+def test_each_trial_runs_under_its_own_allocator_setting(tmp_path):
+    """Trials are forked from a server that imported torch: expandable segments, which torch
+    may read as it starts, still follow each spec (a server per setting), one after another
+    in one runner. Its snapshot says which segments were expandable."""
+    import pickle
+
+    def segments_expandable(expandable: bool, name: str) -> set[bool]:
+        spec = trial_spec(load(["model=tiny_cnn", "device=cuda", "batch_size=64",
+                                f"expandable_segments={str(expandable).lower()}"]))  # fmt: skip
+        path = tmp_path / f"{name}.pickle"
+        result = run_trial(spec, FAST, timeout_s=300, memory_snapshot=path)
+        assert result.status is Status.ok, result.failure
+        return {segment["is_expandable"] for segment in pickle.loads(path.read_bytes())["segments"]}
+
+    assert segments_expandable(True, "on") == {True}
+    assert segments_expandable(False, "off") == {False}
+    assert segments_expandable(True, "on-again") == {True}

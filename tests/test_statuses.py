@@ -56,9 +56,9 @@ def test_a_model_that_hangs_is_killed_as_timeout():
     assert 8 <= result.wall_s < 30
 
 
-def test_a_worker_dies_with_its_runner_even_under_kill_9():
-    """The worker runs in a process session of its own (so a timeout kills its children too);
-    a runner killed outright must not leave it running."""
+def test_a_worker_dies_with_its_runner_even_under_kill_9(tmp_path):
+    """The trial runs in a process session of its own (so a timeout kills its children too),
+    forked by the runner's fork server; a runner killed outright must leave neither running."""
     import signal
     import sys
     import time
@@ -70,10 +70,12 @@ def test_a_worker_dies_with_its_runner_even_under_kill_9():
         " FAST, timeout_s=120)\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    runner = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=Path(__file__).parent)
+    # (not from tests/: the worker's path leaves out the current folder, and builders is there)
+    runner = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp_path)
 
-    def workers() -> list[int]:
-        found = []
+    def workers() -> dict[int, int]:
+        """Every live advisor.worker process (fork servers and their trials): pid -> parent."""
+        found = {}
         for entry in Path("/proc").iterdir():
             try:
                 status = (entry / "status").read_text()
@@ -83,22 +85,25 @@ def test_a_worker_dies_with_its_runner_even_under_kill_9():
             parent = next(line for line in status.splitlines() if line.startswith("PPid:"))
             state = next(line for line in status.splitlines() if line.startswith("State:"))
             if b"advisor.worker" in cmdline and "Z" not in state.split()[1]:
-                found.append((int(entry.name), int(parent.split()[1])))
-        return (
-            [pid for pid, ppid in found if ppid == runner.pid]
-            if runner.poll() is None
-            else [pid for pid, _ in found]
-        )
+                found[int(entry.name)] = int(parent.split()[1])
+        return found
+
+    def mine() -> set[int]:  # the runner's server and the trial the server forked
+        found = workers()
+        servers = {pid for pid, parent in found.items() if parent == runner.pid}
+        return servers | {pid for pid, parent in found.items() if parent in servers}
 
     deadline = time.monotonic() + 60
-    while not (mine := workers()) and time.monotonic() < deadline:
+    while len(started := mine()) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert mine, "the runner never started its worker"
+    assert len(started) == 2, "the runner never started its server and trial"
+    time.sleep(2)
+    assert runner.poll() is None and started <= set(workers()), "the trial did not hang"
     os.kill(runner.pid, signal.SIGKILL)
     runner.wait()
     deadline = time.monotonic() + 10
-    while any(Path(f"/proc/{pid}").exists() and pid in workers() for pid in mine):
-        assert time.monotonic() < deadline, "the worker outlived its runner"
+    while started & set(workers()):
+        assert time.monotonic() < deadline, "a worker outlived its runner"
         time.sleep(0.2)
     # no cleanup survives kill -9: the runner's trial folder is left, and the next trial
     # (of any runner) removes it
