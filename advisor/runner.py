@@ -222,24 +222,39 @@ class ForkServer:
         self._errors.seek(0)
         return self._errors.read().decode(errors="replace")
 
+    def close(self) -> None:
+        """End the server (between trials: it has none running)."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout, self._errors):
+            if pipe is not None:
+                pipe.close()
+
 
 _SERVERS = threading.local()  # each thread's fork servers, by environment (see _fork)
+SERVERS_KEPT = 2  # per thread: a sweep alternates two environments (expandable segments or not)
 
 
 def _fork(folder: Path, env: dict[str, str]) -> tuple[ForkServer, int | None]:
     """Start FOLDER's trial from this thread's server for env, started now if there is none
     (or it has ended). A server serves one environment (what torch may read on import, such as
     the allocator's settings, is the trial's) and one trial at a time, so it is the thread's:
-    on Linux it also ends with the thread that started it."""
+    on Linux it also ends with the thread that started it. Past SERVERS_KEPT, the one used
+    longest ago is closed (each holds torch's hundreds of MiB of host memory)."""
     servers: dict[tuple[tuple[str, str], ...], ForkServer] = _SERVERS.__dict__.setdefault(
         "by_env", {}
     )
     key = tuple(sorted(env.items()))
-    server = servers.get(key)
-    if server is not None and server.process.poll() is None:
-        pid = server.fork(folder)
+    server = servers.pop(key, None)
+    if server is not None:
+        pid = server.fork(folder) if server.process.poll() is None else None
         if pid is not None:
+            servers[key] = server  # (the one used last, last)
             return server, pid
+        server.close()  # it ended (killed, or out of memory): a new one
+    while len(servers) >= SERVERS_KEPT:
+        servers.pop(next(iter(servers))).close()
     server = servers[key] = ForkServer(env)
     return server, server.fork(folder)
 

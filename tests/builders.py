@@ -35,6 +35,18 @@ def hanging(**tiny_mlp_arguments: int) -> nn.Module:
     return _Hanging(64, 10)
 
 
+def noting(**tiny_mlp_arguments: int) -> nn.Module:
+    """tiny_mlp, which notes the process building it (its pid and its parent's) in the file
+    $ADVISOR_TEST_PIDS."""
+    import os
+
+    from advisor.models import TinyMLP
+
+    with open(os.environ["ADVISOR_TEST_PIDS"], "a") as notes:
+        notes.write(f"{os.getpid()} {os.getppid()}\n")
+    return TinyMLP(**tiny_mlp_arguments)
+
+
 def loud(**tiny_mlp_arguments: int) -> nn.Module:
     """tiny_mlp with logits scaled up 10^4: its fp16 gradients overflow at GradScaler's first
     scales, so the scaler skips the optimizer's first steps."""

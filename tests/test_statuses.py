@@ -113,6 +113,37 @@ def test_a_worker_dies_with_its_runner_even_under_kill_9(tmp_path):
     assert not any(folder.exists() for folder in left)
 
 
+def test_trials_are_processes_of_their_own_forked_from_a_server_per_environment(
+    tmp_path, monkeypatch
+):
+    """Each trial a process of its own, forked by the runner's server for its environment;
+    a server that ended between trials is replaced, and past runner.SERVERS_KEPT
+    environments the one used longest ago is closed."""
+    import signal
+
+    from advisor import runner
+
+    notes = tmp_path / "pids"
+    spec = spec_of("model=tiny_mlp", "model.module._target_=builders.noting")
+
+    def trial(env: str) -> tuple[int, int]:
+        monkeypatch.setenv("ADVISOR_TEST_PIDS", str(notes.with_suffix(env)))
+        assert run_trial(spec, FAST, timeout_s=120).status is Status.ok
+        pid, parent = map(int, notes.with_suffix(env).read_text().split("\n")[-2].split())
+        return pid, parent
+
+    first, second = trial(".a"), trial(".a")
+    assert first[0] != second[0] and first[1] == second[1] != os.getpid()  # one server
+    assert not Path(f"/proc/{first[0]}").exists()
+    os.kill(first[1], signal.SIGKILL)
+    third = trial(".a")
+    assert third[1] != first[1]  # a new server for the one killed
+    assert runner.SERVERS_KEPT == 2
+    other, last = trial(".b"), trial(".c")  # two more environments: .a's server is closed
+    assert len({third[1], other[1], last[1]}) == 3
+    assert not Path(f"/proc/{third[1]}").exists() and Path(f"/proc/{last[1]}").exists()
+
+
 CGROUP_V1 = Path("/sys/fs/cgroup/memory")
 
 
