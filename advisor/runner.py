@@ -237,15 +237,16 @@ SERVERS_KEPT = 2  # per thread: a sweep alternates two environments (expandable 
 
 
 def _fork(folder: Path, env: dict[str, str]) -> tuple[ForkServer, int | None]:
-    """Start FOLDER's trial from this thread's server for env, started now if there is none
-    (or it has ended). A server serves one environment (what torch may read on import, such as
-    the allocator's settings, is the trial's) and one trial at a time, so it is the thread's:
-    on Linux it also ends with the thread that started it. Past SERVERS_KEPT, the one used
-    longest ago is closed (each holds torch's hundreds of MiB of host memory)."""
-    servers: dict[tuple[tuple[str, str], ...], ForkServer] = _SERVERS.__dict__.setdefault(
-        "by_env", {}
+    """Start FOLDER's trial from this thread's server for env and the current folder, started
+    now if there is none (or it has ended). A server serves one environment (what torch may
+    read on import, such as the allocator's settings, is the trial's), one folder, and one
+    trial at a time, so it is the thread's: on Linux it also ends with the thread that started
+    it. Past SERVERS_KEPT, the one used longest ago is closed (each holds torch's hundreds of
+    MiB of host memory)."""
+    servers: dict[tuple[str, tuple[tuple[str, str], ...]], ForkServer] = (
+        _SERVERS.__dict__.setdefault("by_env", {})
     )
-    key = tuple(sorted(env.items()))
+    key = (os.getcwd(), tuple(sorted(env.items())))  # a trial starts where its runner is
     server = servers.pop(key, None)
     if server is not None:
         pid = server.fork(folder) if server.process.poll() is None else None

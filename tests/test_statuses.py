@@ -116,9 +116,9 @@ def test_a_worker_dies_with_its_runner_even_under_kill_9(tmp_path):
 def test_trials_are_processes_of_their_own_forked_from_a_server_per_environment(
     tmp_path, monkeypatch
 ):
-    """Each trial a process of its own, forked by the runner's server for its environment;
-    a server that ended between trials is replaced, and past runner.SERVERS_KEPT
-    environments the one used longest ago is closed."""
+    """Each trial a process of its own, forked by the runner's server for its environment and
+    folder; a server that ended between trials is replaced, and past runner.SERVERS_KEPT
+    servers the one used longest ago is closed."""
     import signal
 
     from advisor import runner
@@ -142,6 +142,8 @@ def test_trials_are_processes_of_their_own_forked_from_a_server_per_environment(
     other, last = trial(".b"), trial(".c")  # two more environments: .a's server is closed
     assert len({third[1], other[1], last[1]}) == 3
     assert not Path(f"/proc/{third[1]}").exists() and Path(f"/proc/{last[1]}").exists()
+    monkeypatch.chdir(tmp_path)  # a trial starts in its runner's folder: a server for it
+    assert trial(".c")[1] != last[1]
 
 
 CGROUP_V1 = Path("/sys/fs/cgroup/memory")
