@@ -7,6 +7,7 @@ whatever it does to the GPU (a leak, a crash, a fragmented cache) ends with it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import json
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -191,6 +193,7 @@ class ForkServer:
             start_new_session=True,  # Ctrl-C in a terminal reaches the runner, which decides
         )
         self._read = b""
+        _STARTED.add(self)
 
     def fork(self, folder: Path) -> int | None:
         """Start the trial of FOLDER: its pid, or None if the server has ended."""
@@ -223,7 +226,8 @@ class ForkServer:
         return self._errors.read().decode(errors="replace")
 
     def close(self) -> None:
-        """End the server (between trials: it has none running)."""
+        """End the server, between trials (it holds nothing a kill could leave behind: it
+        never starts CUDA), and reap it."""
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
         self.process.wait()
@@ -233,6 +237,17 @@ class ForkServer:
 
 
 _SERVERS = threading.local()  # each thread's fork servers, by environment (see _fork)
+_STARTED: weakref.WeakSet[ForkServer] = weakref.WeakSet()  # every thread's, for the exit
+
+
+@atexit.register
+def _close_servers() -> None:
+    """Servers end with this process, not after it: nothing of it lingers once it has exited
+    (a shell's next command, a cgroup's removal)."""
+    for server in list(_STARTED):
+        server.close()
+
+
 SERVERS_KEPT = 2  # per thread: a sweep alternates two environments (expandable segments or not)
 
 

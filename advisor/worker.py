@@ -16,7 +16,6 @@ tail of its output. CUDA state, leaks and crashes stay in the trial's process.
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import json
 import os
@@ -160,35 +159,34 @@ def serve() -> None:
         folder = Path(line.strip())
         pid = os.fork()
         if pid == 0:
-            _forked(folder, server)
+            sys.exit(_forked(folder, server))  # (out of the loop: this process is the trial's)
         print(pid, flush=True)
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status), flush=True)
 
 
-def _forked(folder: Path, server: int) -> None:
-    """The trial's process: a session of its own (a timeout kills its children too), its
-    output into FOLDER/output, and an exit as a process's: exit handlers run, code 1 on an
-    exception, whose traceback ends the output."""
-    code = 1
+def _forked(folder: Path, server: int) -> int:
+    """The trial's process, until its exit code: a session of its own (a timeout kills its
+    children too), its output into FOLDER/output, and code 1 on an exception, whose traceback
+    ends the output. It then exits as a process does (exit handlers run: torch's compile
+    workers are shut down by one)."""
     try:
         os.setsid()
         _die_with(server)
         output = os.open(folder / "output", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         for fd in (1, 2):  # a model's prints must not reach the server's answers
             os.dup2(output, fd)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        nothing = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(nothing, 0)
+        os.close(output)
+        os.close(nothing)
         trial(folder)
-        code = 0
     except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else 1
+        return stop.code if isinstance(stop.code, int) else 1
     except BaseException:
         traceback.print_exc()
-    finally:
-        atexit._run_exitfuncs()  # (torch's compile workers are shut down by one)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
