@@ -13,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from advisor.report import describe, gib, rate, trial_report
+from advisor.report import CUT_LEGEND, describe, gib, rate, trial_report
 from advisor.result import Environment, TrialResult
 
 if TYPE_CHECKING:  # (a sweep as the store gives it; these tables need no database)
@@ -48,11 +48,14 @@ def history_table(results: Sequence[TrialResult], width: int = WIDE) -> Table:
         ]
         row += [env.device_name if env else "-", _code(r)] if wide else []
         table.add_row(*row)
-    table.caption = (
+    captions = [
         "code: the workload's fingerprint (its source and the libraries' versions)"
         if wide
         else f"device and code: on a terminal {WIDE} columns wide, or with --json"
-    )
+    ]
+    if any(r.throughput and r.throughput.cut for r in results):
+        captions.append(CUT_LEGEND)
+    table.caption = "\n".join(captions)
     return table
 
 

@@ -17,7 +17,6 @@ from advisor.result import (
     Memory,
     Status,
     Throughput,
-    TimingStop,
     TrialResult,
 )
 from advisor.spec import Device, TrialSpec
@@ -43,6 +42,7 @@ HEX = {"grey50": "#7f7f7f", "blue": "#1f77b4", "bright_blue": "#6baed6", "magent
        "yellow": "#e5c100", "green": "#2ca02c", "cyan": "#17becf", "red": "#d62728"}  # fmt: skip
 BAR_WIDTH = 60
 NOISY = 0.02  # a rate known no better than this (its 95% interval; or the IQR) is flagged
+CUT_LEGEND = "≤: timing cut short once it could not beat the best; the rate is a bound"
 
 
 def gib(n: float | None) -> str:
@@ -181,7 +181,7 @@ def _throughput_line(result: TrialResult) -> Text:
     if t.mfu is not None:
         parts.append(f"MFU {t.mfu:.1%}")
     line = Text("throughput: " + "; ".join(parts))
-    if t.stopped is TimingStop.cut:
+    if t.cut:
         line.append("\ntiming cut short: it could not beat the sweep's best", "yellow")
     if t.first_step_s is not None:
         first = "compiling" if result.spec.compile else "the first step"
@@ -209,7 +209,7 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
     if step.result is not None and step.result.status is Status.ok and step.result.memory:
         t, m = step.result.throughput, step.result.memory
         rate = f"{t.samples_per_s:,.1f}/s{rate_precision(t)}" if t else "-"
-        if t is not None and t.stopped is TimingStop.cut:
+        if t is not None and t.cut:
             rate = f"{t.samples_per_s:,.1f}/s (cut: cannot beat the best)"
         fate = f"{rate}, peak {gib(m.device_peak_bytes)} ({'fits' if step.feasible else 'too big'})"
     elif step.result is not None:
@@ -346,15 +346,15 @@ def _results_table(title: str, results: Sequence[TrialResult], target: Target) -
             gib(m.device_peak_bytes) if m else "-",
             "yes" if target.fits(r) else "no",
         )
-    if any(r.throughput and r.throughput.stopped is TimingStop.cut for r in results):
-        table.caption = "≤: timing cut short once it could not beat the best; the rate is a bound"
+    if any(r.throughput and r.throughput.cut for r in results):
+        table.caption = CUT_LEGEND
     return table
 
 
 def rate(t: Throughput | None) -> str:
     if t is None:
         return "-"
-    return f"{'≤' if t.stopped is TimingStop.cut else ''}{t.samples_per_s:,.1f}"
+    return f"{'≤' if t.cut else ''}{t.samples_per_s:,.1f}"
 
 
 def largest_batches(sweeper_largest: dict[str, tuple[TrialSpec, int, str]]) -> list[dict]:

@@ -137,6 +137,11 @@ class Throughput:
         """How well the rate is known: the median's 95% interval relative to the median."""
         return None if self.step_s_ci95 is None else self.step_s_ci95 / self.step_s_median
 
+    @property
+    def cut(self) -> bool:
+        """Timing stopped once it could not beat the sweep's best: the rate is a bound."""
+        return self.stopped is TimingStop.cut
+
 
 def throughput_from_dict(data: dict[str, Any]) -> Throughput:
     stopped = data.get("stopped")

@@ -1,5 +1,5 @@
-"""Launching trials: one worker process per trial, forked by a worker fork server (which has
-imported torch once), its exit mapped to a status.
+"""Launching trials: a process per trial, forked by a fork server (which has imported torch
+once), its exit mapped to a status.
 
 This process never initialises CUDA, nor does the server: the trial's process does, and
 whatever it does to the GPU (a leak, a crash, a fragmented cache) ends with it.
@@ -7,25 +7,21 @@ whatever it does to the GPU (a leak, a crash, a fragmented cache) ends with it.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import dataclasses
 import json
 import os
-import select
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 
 import advisor
-from advisor import gpus, oom_killer
+from advisor import fork_server, gpus, oom_killer
 from advisor.config import MeasureConfig
 from advisor.errors import WorkloadError
 from advisor.result import (
@@ -59,7 +55,7 @@ def run_trial(
     cancel: threading.Event | None = None,
     memory_snapshot: Path | None = None,
 ) -> TrialResult:
-    """Measure one spec in a fresh worker process; never raises for what the trial did, only
+    """Measure one spec in a process of its own; never raises for what the trial did, only
     WorkloadError for a workload that breaks its contract (nothing to store).
 
     beat_samples_per_s: timing stops once the spec clearly cannot reach this rate (a sweep's
@@ -84,34 +80,29 @@ def run_trial(
         result_path = folder / "result.json"
         (folder / "request.json").write_text(json.dumps(request))
         (folder / "output").touch()
-        server, pid = _fork(folder, worker_environment(spec, gpu, compile_cache))
-        if pid is None:
-            message = f"the worker's fork server did not start\n{_tail(server.errors())}"
-            return _failed(spec, Status.crashed, message, time.perf_counter() - started)
-        try:
-            returncode, timed_out = _wait(server, pid, timeout_s, folder / "phase", on_phase,
-                                          cancel)  # fmt: skip
-        except BaseException:  # Ctrl-C, a cancel: leave no worker holding the GPU
-            _kill(pid)
-            with contextlib.suppress(EOFError):
-                server.answer(timeout_s=10)
-            raise
+        env = worker_environment(spec, gpu, compile_cache)
+        server, returncode, timed_out = _run(folder, env, timeout_s, on_phase, cancel)
         output = (folder / "output").read_text(errors="replace")
         wall_s = time.perf_counter() - started
         if timed_out:
             message = f"killed after {timeout_s:g} s\n{_tail(output)}"
             return _failed(spec, Status.timeout, message, wall_s)
-        if returncode is None:
-            message = f"the worker's fork server ended during the trial\n{_tail(output)}"
-            return _failed(spec, Status.crashed, message, wall_s)
-        if returncode == -signal.SIGKILL and _count_rose(oom_killer.kills(), kills_before):
+        killed = _count_rose(oom_killer.kills(), kills_before)
+        if returncode is None and server.trial is None:
+            message = f"the worker's fork server ended before the trial started\n{server.log()}"
+            return _failed(spec, Status.crashed, _tail(message), wall_s)
+        if returncode in (None, -signal.SIGKILL) and killed:
             message = (
                 "the host ran out of memory: the kernel's out-of-memory killer ended the worker "
                 f"(SIGKILL)\n{_tail(output)}"
             )
             return _failed(spec, Status.oom, message, wall_s)
+        if returncode is None:
+            message = f"the worker's fork server ended during the trial\n{_tail(output)}"
+            return _failed(spec, Status.crashed, message, wall_s)
         if returncode != 0 or not result_path.exists():
-            return _failed(spec, Status.crashed, _exit_text(returncode, output), wall_s)
+            said = output or server.log()  # (a trial that failed before its output was its own)
+            return _failed(spec, Status.crashed, _exit_text(returncode, said), wall_s)
         outcome = json.loads(result_path.read_text())
     if "workload_error" in outcome:
         raise WorkloadError(outcome["workload_error"])
@@ -131,148 +122,60 @@ def run_trial(
     )
 
 
-def _wait(
-    server: ForkServer,
-    pid: int,
+def _run(
+    folder: Path,
+    env: dict[str, str],
     timeout_s: float,
-    phase_path: Path,
+    on_phase: Callable[[str], None] | None,
+    cancel: threading.Event | None,
+) -> tuple[fork_server.ForkServer, int | None, bool]:
+    """FOLDER's trial, forked by this thread's server for env: the server, the trial's exit
+    code (None if the server ended first) and whether its time ran out. A server kept from an
+    earlier trial that had ended before this one was forked is replaced, once."""
+    for _ in range(2):
+        server = fork_server.server_for(env)
+        try:
+            returncode, timed_out = _wait(server, folder, timeout_s, on_phase, cancel)
+        except BaseException:  # Ctrl-C, a cancel: leave no trial holding the GPU
+            server.abandon()
+            raise
+        if returncode is None or timed_out:
+            server.abandon()  # its answers cannot be trusted to follow in step any more
+        if returncode is not None or timed_out or server.trial is not None or server.asked == 1:
+            break
+    return server, returncode, timed_out
+
+
+def _wait(
+    server: fork_server.ForkServer,
+    folder: Path,
+    timeout_s: float,
     on_phase: Callable[[str], None] | None,
     cancel: threading.Event | None,
 ) -> tuple[int | None, bool]:
-    """Wait for the trial's process, telling its phase as it changes: its exit code (None if
-    its server ended first) and whether it was killed for time. KeyboardInterrupt once
-    `cancel` is set."""
+    """Start FOLDER's trial and wait for it, telling its phase as it changes: its exit code
+    (None if the server ended first) and whether its time ran out, the server's start
+    included. KeyboardInterrupt once `cancel` is set."""
     deadline = time.perf_counter() + timeout_s
+    if not server.start(folder):
+        return None, False
     phase = ""
     while True:
         try:
             answer = server.answer(timeout_s=POLL_S)
         except EOFError:
             return None, False
-        if answer is not None:
-            return answer, False
+        if answer is not None and answer[1] is not None:
+            return answer[1], False
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt
         with contextlib.suppress(OSError):
-            now = phase_path.read_text()
+            now = (folder / "phase").read_text()
             if now and now != phase and on_phase is not None:
                 phase = now
                 on_phase(phase)
         if time.perf_counter() >= deadline:
-            _kill(pid)
-            with contextlib.suppress(EOFError):
-                server.answer(timeout_s=None)
             return None, True
-
-
-def _kill(pid: int) -> None:
-    """SIGKILL to the trial's session (its children too), or to the trial alone if it has
-    not made its session yet."""
-    with contextlib.suppress(ProcessLookupError):
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            os.kill(pid, signal.SIGKILL)
-
-
-class ForkServer:
-    """A worker fork server (python -m advisor.worker): torch imported once, then one process
-    forked per trial, each with the environment the server started with."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        # what it says itself (an import that failed), kept as long as it runs
-        self._errors = tempfile.TemporaryFile()  # noqa: SIM115
-        self.process = subprocess.Popen(
-            # -P: the current folder is not put first on the worker's path (a numpy.py
-            # there was imported); a workload file's folder is, by the workload's loader
-            [sys.executable, "-P", "-m", "advisor.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._errors,
-            env=env,
-            start_new_session=True,  # Ctrl-C in a terminal reaches the runner, which decides
-        )
-        self._read = b""
-        _STARTED.add(self)
-
-    def fork(self, folder: Path) -> int | None:
-        """Start the trial of FOLDER: its pid, or None if the server has ended."""
-        assert self.process.stdin is not None
-        try:
-            self.process.stdin.write(f"{folder}\n".encode())
-            self.process.stdin.flush()
-            return self.answer(timeout_s=None)
-        except (OSError, EOFError):
-            return None
-
-    def answer(self, timeout_s: float | None) -> int | None:
-        """The server's next line, a number (a pid, then an exit code); None if it has said
-        nothing within timeout_s. EOFError once it has ended."""
-        assert self.process.stdout is not None
-        fd = self.process.stdout.fileno()
-        while b"\n" not in self._read:
-            ready, _, _ = select.select([fd], [], [], timeout_s)
-            if not ready:
-                return None
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                raise EOFError
-            self._read += chunk
-        line, _, self._read = self._read.partition(b"\n")
-        return int(line)
-
-    def errors(self) -> str:
-        self._errors.seek(0)
-        return self._errors.read().decode(errors="replace")
-
-    def close(self) -> None:
-        """End the server, between trials (it holds nothing a kill could leave behind: it
-        never starts CUDA), and reap it."""
-        with contextlib.suppress(ProcessLookupError):
-            self.process.kill()
-        self.process.wait()
-        for pipe in (self.process.stdin, self.process.stdout, self._errors):
-            if pipe is not None:
-                pipe.close()
-
-
-_SERVERS = threading.local()  # each thread's fork servers, by environment (see _fork)
-_STARTED: weakref.WeakSet[ForkServer] = weakref.WeakSet()  # every thread's, for the exit
-
-
-@atexit.register
-def _close_servers() -> None:
-    """Servers end with this process, not after it: nothing of it lingers once it has exited
-    (a shell's next command, a cgroup's removal)."""
-    for server in list(_STARTED):
-        server.close()
-
-
-SERVERS_KEPT = 2  # per thread: a sweep alternates two environments (expandable segments or not)
-
-
-def _fork(folder: Path, env: dict[str, str]) -> tuple[ForkServer, int | None]:
-    """Start FOLDER's trial from this thread's server for env and the current folder, started
-    now if there is none (or it has ended). A server serves one environment (what torch may
-    read on import, such as the allocator's settings, is the trial's), one folder, and one
-    trial at a time, so it is the thread's: on Linux it also ends with the thread that started
-    it. Past SERVERS_KEPT, the one used longest ago is closed (each holds torch's hundreds of
-    MiB of host memory)."""
-    servers: dict[tuple[str, tuple[tuple[str, str], ...]], ForkServer] = (
-        _SERVERS.__dict__.setdefault("by_env", {})
-    )
-    key = (os.getcwd(), tuple(sorted(env.items())))  # a trial starts where its runner is
-    server = servers.pop(key, None)
-    if server is not None:
-        pid = server.fork(folder) if server.process.poll() is None else None
-        if pid is not None:
-            servers[key] = server  # (the one used last, last)
-            return server, pid
-        server.close()  # it ended (killed, or out of memory): a new one
-    while len(servers) >= SERVERS_KEPT:
-        servers.pop(next(iter(servers))).close()
-    server = servers[key] = ForkServer(env)
-    return server, server.fork(folder)
 
 
 def _count_rose(now: int | None, before: int | None) -> bool:
@@ -321,7 +224,7 @@ def worker_environment(
     env["PYTHONPATH"] = os.pathsep.join([own, *forwarded])
     env["PYTORCH_CUDA_ALLOC_CONF"] = f"expandable_segments:{spec.expandable_segments}"
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    env["ADVISOR_RUNNER_PID"] = str(os.getpid())  # worker.RUNNER_PID: it dies with this process
+    env[fork_server.RUNNER_PID] = str(os.getpid())  # the server dies with this process
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     if compile_cache is not None:

@@ -102,6 +102,7 @@ def test_the_history_table_reads_at_80_columns(db_url):
 
     from advisor.history_view import WIDE, history_table
     from advisor.report import rate
+    from advisor.result import TimingStop
 
     store, ids, _ = stored(db_url)
     results = [store.get(i) for i in ids]
@@ -118,6 +119,13 @@ def test_the_history_table_reads_at_80_columns(db_url):
         text = "\n".join(lines)
         assert ("NVIDIA H200" in text) == (width >= WIDE)
         assert (f"device and code: on a terminal {WIDE} columns wide" in text) == (width < WIDE)
+        assert "≤" not in text  # no rate is a cut's bound: nothing to explain
+    t = results[0].throughput
+    cut = dataclasses.replace(results[0], throughput=dataclasses.replace(t, stopped=TimingStop.cut))
+    console = Console(width=WIDE, record=True)
+    console.print(history_table([cut, *results[1:]], console.width))
+    text = console.export_text()
+    assert f"≤{rate(t)}" in text and "≤: timing cut short" in text
 
 
 def test_show_and_sweeps(db_url):

@@ -450,6 +450,8 @@ def test_the_report_shares_the_targets_memory_and_explains_only_a_cut_it_shows()
     )
     shown = text([fast, slow, cut])
     assert shown.count("≤: timing cut short") == 1  # under the runners-up, not the Pareto front
+    legend, front = shown.index("≤: timing cut short"), shown.index("Pareto front")
+    assert shown.index("runners-up") < shown.index("≤") < legend < front
 
 
 def test_accumulation_is_no_axis_without_an_effective_batch(db_url, study_url):

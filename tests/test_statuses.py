@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -59,9 +62,7 @@ def test_a_model_that_hangs_is_killed_as_timeout():
 def test_a_worker_dies_with_its_runner_even_under_kill_9(tmp_path):
     """The trial runs in a process session of its own (so a timeout kills its children too),
     forked by the runner's fork server; a runner killed outright must leave neither running."""
-    import signal
     import sys
-    import time
 
     code = (
         "from conftest import FAST, spec_of\n"
@@ -74,7 +75,7 @@ def test_a_worker_dies_with_its_runner_even_under_kill_9(tmp_path):
     runner = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp_path)
 
     def workers() -> dict[int, int]:
-        """Every live advisor.worker process (fork servers and their trials): pid -> parent."""
+        """Every live fork server and trial (advisor.fork_server processes): pid -> parent."""
         found = {}
         for entry in Path("/proc").iterdir():
             try:
@@ -84,7 +85,7 @@ def test_a_worker_dies_with_its_runner_even_under_kill_9(tmp_path):
                 continue
             parent = next(line for line in status.splitlines() if line.startswith("PPid:"))
             state = next(line for line in status.splitlines() if line.startswith("State:"))
-            if b"advisor.worker" in cmdline and "Z" not in state.split()[1]:
+            if b"advisor.fork_server" in cmdline and "Z" not in state.split()[1]:
                 found[int(entry.name)] = int(parent.split()[1])
         return found
 
@@ -117,12 +118,11 @@ def test_trials_are_processes_of_their_own_forked_from_a_server_per_environment(
     tmp_path, monkeypatch
 ):
     """Each trial a process of its own, forked by the runner's server for its environment and
-    folder; a server that ended between trials is replaced, and past runner.SERVERS_KEPT
-    servers the one used longest ago is closed."""
-    import signal
+    folder; a server that ended between trials is replaced, and past SERVERS_KEPT servers the
+    one used longest ago is closed."""
+    from advisor import fork_server
 
-    from advisor import runner
-
+    monkeypatch.setattr(fork_server, "SERVERS_KEPT", 2)
     notes = tmp_path / "pids"
     spec = spec_of("model=tiny_mlp", "model.module._target_=builders.noting")
 
@@ -134,16 +134,78 @@ def test_trials_are_processes_of_their_own_forked_from_a_server_per_environment(
 
     first, second = trial(".a"), trial(".a")
     assert first[0] != second[0] and first[1] == second[1] != os.getpid()  # one server
-    assert not Path(f"/proc/{first[0]}").exists()
     os.kill(first[1], signal.SIGKILL)
     third = trial(".a")
     assert third[1] != first[1]  # a new server for the one killed
-    assert runner.SERVERS_KEPT == 2
     other, last = trial(".b"), trial(".c")  # two more environments: .a's server is closed
     assert len({third[1], other[1], last[1]}) == 3
     assert not Path(f"/proc/{third[1]}").exists() and Path(f"/proc/{last[1]}").exists()
     monkeypatch.chdir(tmp_path)  # a trial starts in its runner's folder: a server for it
     assert trial(".c")[1] != last[1]
+
+
+def test_a_cancelled_trial_ends_with_its_server_and_the_next_trial_is_its_own():
+    """Ctrl-C (a cancel) mid-trial ends the trial and its server, so no answer of theirs is
+    left for the next trial to read as its own; the next trial on the thread runs whole."""
+    cancel = threading.Event()
+    busy = _once_the_trial_hangs(cancel.set)
+    hanging = spec_of("model=tiny_mlp", "model.module._target_=builders.hanging")
+    with pytest.raises(KeyboardInterrupt):
+        run_trial(hanging, FAST, timeout_s=120, cancel=cancel)
+    (server,) = busy
+    assert server.trial is not None and _ends(server.trial) and _ends(server.process.pid)
+    assert run_trial(spec_of("model=tiny_mlp"), FAST, timeout_s=120).status is Status.ok
+
+
+def test_a_server_that_ends_mid_trial_or_cannot_start_is_a_crash_that_says_so(
+    tmp_path, monkeypatch
+):
+    busy = _once_the_trial_hangs(lambda: os.kill(busy[0].process.pid, signal.SIGKILL))
+    hanging = spec_of("model=tiny_mlp", "model.module._target_=builders.hanging")
+    result = run_trial(hanging, FAST, timeout_s=120)
+    assert result.status is Status.crashed
+    assert result.failure.message.startswith("the worker's fork server ended during the trial")
+    assert busy[0].trial is not None and _ends(busy[0].trial)  # its trial too
+    site = tmp_path / "no-torch"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['torch'] = None\n")
+    monkeypatch.syspath_prepend(str(site))  # the next server's path: it cannot import torch
+    result = run_trial(spec_of("model=tiny_mlp"), FAST, timeout_s=120)
+    assert result.status is Status.crashed
+    message = result.failure.message
+    assert message.startswith("the worker's fork server ended before the trial started")
+    assert "torch" in message and "Traceback" in message
+
+
+def _once_the_trial_hangs(then) -> list:
+    """Once a server's trial is forked and has had a second to reach its hang: the busy
+    servers (filled in then), after calling then()."""
+    from advisor import fork_server
+
+    busy: list = []
+
+    def watch() -> None:
+        while not (found := [s for s in list(fork_server._STARTED) if s.busy and s.trial]):
+            time.sleep(0.1)
+        time.sleep(1.0)
+        busy.extend(found)
+        then()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return busy
+
+
+def _ends(pid: int) -> bool:
+    """Whether the process ends (or is a zombie) within 10 s: a kill takes a moment."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if " Z " in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:3]:
+                return True
+        except OSError:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 CGROUP_V1 = Path("/sys/fs/cgroup/memory")
