@@ -418,42 +418,6 @@ def test_the_baseline_line_says_slower_when_the_answer_is_slower():
     assert "x slower" in text and "do not fit the target" in text and "faster" not in text
 
 
-def test_the_report_shares_the_targets_memory_and_explains_only_a_cut_it_shows():
-    """A recommendation holds memory against the target (a CPU sweep's too), not 'GPU'; the
-    '≤' legend is printed under a table only when one of its rates is a cut's bound."""
-    from fake_backend import fake_result
-    from rich.console import Console
-
-    from advisor import report
-    from advisor.result import TimingStop
-
-    def text(results):
-        console = Console(width=200, record=True)
-        console.print(report.recommendation_report(recommend(results, target), None))
-        return console.export_text()
-
-    fast, slow, dominated = (
-        fake_result(trial_spec(load([*SPACE, *overrides])))
-        for overrides in (
-            ["batch_size=64", "precision=fp16"],
-            ["batch_size=32", "precision=fp16"],
-            ["batch_size=64", "precision=fp32"],  # slower than the first and larger
-        )
-    )
-    target = Target("small", 12 * GiB, 0.05)
-    shown = text([fast, slow, dominated])
-    assert "of target" in shown and "target memory 12.00 GiB" in shown
-    assert "GPU" not in shown and "≤" not in shown
-    assert dominated.throughput is not None
-    cut = dataclasses.replace(
-        dominated, throughput=dataclasses.replace(dominated.throughput, stopped=TimingStop.cut)
-    )
-    shown = text([fast, slow, cut])
-    assert shown.count("≤: timing cut short") == 1  # under the runners-up, not the Pareto front
-    legend, front = shown.index("≤: timing cut short"), shown.index("Pareto front")
-    assert shown.index("runners-up") < shown.index("≤") < legend < front
-
-
 def test_accumulation_is_no_axis_without_an_effective_batch(db_url, study_url):
     store = Store(db_url)
     sweeper, _ = make_sweeper(store, FakeBackend(store), study_url, "grad_accum=2")

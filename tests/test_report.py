@@ -1,0 +1,46 @@
+"""The sweep's report: what it holds memory against, and what it explains."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from fake_backend import GiB, fake_result
+from rich.console import Console
+from test_search import SPACE
+
+from advisor import report
+from advisor.config import load, trial_spec
+from advisor.memory_model import Target
+from advisor.recommendation import recommend
+from advisor.result import TimingStop
+
+
+def test_the_report_shares_the_targets_memory_and_explains_only_a_cut_it_shows():
+    """A recommendation holds memory against the target (a CPU sweep's too), not 'GPU'; the
+    '≤' legend is printed under a table only when one of its rates is a cut's bound."""
+
+    def text(results):
+        console = Console(width=200, record=True)
+        console.print(report.recommendation_report(recommend(results, target), None))
+        return console.export_text()
+
+    fast, slow, dominated = (
+        fake_result(trial_spec(load([*SPACE, *overrides])))
+        for overrides in (
+            ["batch_size=64", "precision=fp16"],
+            ["batch_size=32", "precision=fp16"],
+            ["batch_size=64", "precision=fp32"],  # slower than the first and larger
+        )
+    )
+    target = Target("small", 12 * GiB, 0.05)
+    shown = text([fast, slow, dominated])
+    assert "of target" in shown and "target memory 12.00 GiB" in shown
+    assert "GPU" not in shown and "≤" not in shown
+    assert dominated.throughput is not None
+    cut = dataclasses.replace(
+        dominated, throughput=dataclasses.replace(dominated.throughput, stopped=TimingStop.cut)
+    )
+    shown = text([fast, slow, cut])
+    assert shown.count("≤: timing cut short") == 1  # under the runners-up, not the Pareto front
+    legend, front = shown.index("≤: timing cut short"), shown.index("Pareto front")
+    assert shown.index("runners-up") < shown.index("≤") < legend < front
