@@ -139,10 +139,11 @@ def _run(
         except BaseException:  # Ctrl-C, a cancel: leave no trial holding the GPU
             server.abandon()
             raise
-        if returncode is None or timed_out:
-            server.abandon()  # its answers cannot be trusted to follow in step any more
-        if returncode is not None or timed_out or server.trial is not None or server.asked == 1:
+        if returncode is not None:
             break
+        server.abandon()  # its answers cannot be trusted to follow in step any more
+        if timed_out or server.trial is not None or server.asked == 1:
+            break  # (else it had ended before this trial was forked: once more, a new one)
     return server, returncode, timed_out
 
 
