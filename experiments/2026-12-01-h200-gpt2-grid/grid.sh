@@ -17,7 +17,7 @@ out=$1; until_s=${2:-520}; stop_s=${3:-585}
 mkdir -p "$out"
 db="sqlite:///$out/grid.sqlite"
 export PYTHONUNBUFFERED=1 COLUMNS=160
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu.txt"
+nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv > "$out/gpu.txt"
 specs=()
 for batch in 32 16 8; do
   for compile in true false; do

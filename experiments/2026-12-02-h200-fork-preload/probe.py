@@ -1,0 +1,59 @@
+"""Is it safe for the fork server to import torch._dynamo (and a workload catalog) before it
+forks a trial that uses CUDA? Every trial imports torch._dynamo while building its model (a
+module built under `with torch.device(...)` imports it), about 800 modules.
+
+python3 probe.py preload   # the parent imports torch._dynamo, then forks a CUDA child
+python3 probe.py control   # the parent asks torch for the device count first (starts CUDA's
+                           # driver), then forks: the child's CUDA must fail, or the probe
+                           # could not tell
+
+Prints one JSON line: the parent's import time, whether torch had started CUDA in the parent,
+and the child's exit code and what it said.
+"""
+
+import json
+import os
+import sys
+import time
+
+import torch
+
+import advisor.worker  # noqa: F401  (what the fork server imports today)
+
+
+def child() -> None:
+    try:
+        x = torch.randn(1024, 1024, device="cuda")
+        y = (x @ x).sum().item()
+        compiled = torch.compile(lambda t: torch.nn.functional.gelu(t) * 2)
+        z = compiled(x).sum().item()
+        print(json.dumps({"child": "ok", "matmul_sum": y, "compiled_sum": z}), flush=True)
+        os._exit(0)
+    except Exception as error:  # the answer is what it said
+        print(json.dumps({"child": "failed", "error": f"{type(error).__name__}: {error}"[:300]}),
+              flush=True)  # fmt: skip
+        os._exit(3)
+
+
+def main(mode: str) -> None:
+    start = time.perf_counter()
+    if mode == "preload":
+        import torch._dynamo  # noqa: F401
+
+        import advisor.catalog  # noqa: F401
+    else:
+        torch.cuda.device_count()
+    imported_s = time.perf_counter() - start
+    parent = {"mode": mode, "import_s": round(imported_s, 2),
+              "cuda_initialized_in_parent": torch.cuda.is_initialized(),
+              "modules": len(sys.modules)}  # fmt: skip
+    pid = os.fork()
+    if pid == 0:
+        child()
+    _, status = os.waitpid(pid, 0)
+    parent["child_exit"] = os.waitstatus_to_exitcode(status)
+    print(json.dumps(parent), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
