@@ -1,7 +1,7 @@
 """The fork server: each trial a process forked from one that has imported torch once.
 
 A trial's process used to import torch for itself, 2-3 s of every trial. The server (python -m
-advisor.fork_server ANSWERS_FD) imports advisor.worker, and torch with it, once; it never
+advisor.fork_server ANSWERS_FD) imports advisor.worker, torch and torch._dynamo once; it never
 starts CUDA, and forks a process per trial, which still has a process of its own (its CUDA
 state, a crash or a leak end with it) and starts in milliseconds.
 
@@ -193,7 +193,12 @@ def main(answers_fd: int) -> None:
         # torch's import leaves a thread of its own, idle: forking after it (not after
         # CUDA's start, which the server never makes) is what DataLoader's workers do too
         warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
-        import advisor.worker  # noqa: F401  (and torch with it)
+        # torch, and what every trial imports next: a model built under a device imports
+        # dynamo (torch.utils._device), some 800 modules and a second of each trial on 2 cores
+        import torch._dynamo  # noqa: F401
+
+        import advisor.catalog  # noqa: F401  (the built-in workloads)
+        import advisor.worker  # noqa: F401
     server, last = os.getpid(), None
     while line := sys.stdin.readline():
         if last is not None:
