@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import functools
 import json
 import re
@@ -313,7 +314,30 @@ def _one_line(error: Exception) -> str:
     if new_key and key.startswith(("model", "optimizer")):  # a builder argument the YAML lacks
         key = f"{key}.{new_key.group(1)}" if not key.endswith(new_key.group(1)) else key
         return f"{key}: no such argument in the config; add it with +{key}=VALUE"
+    if new_key or re.match(r"Key '[^']+' not in '", first):  # a setting misspelled (modle=)
+        if new_key and not key.endswith(new_key.group(1)):
+            key = f"{key}.{new_key.group(1)}"
+        return f"{key}= is not a setting{_did_you_mean(key)}; advisor sweep --help lists them"
+    wrong_type = re.match(r"Value '(.*)' (?:of type '\w+' could not be converted to|is not a "
+                          r"valid) (\w+)", first)  # fmt: skip
+    if wrong_type:
+        value, kind = wrong_type.groups()
+        wanted = {"integer": "a whole number", "float": "a number", "boolean": "true or false",
+                  "bool": "true or false"}  # fmt: skip
+        return f"{key}={value}: {key} takes {wanted.get(kind.lower(), kind)}"
     return f"{key}: {first}"
+
+
+def _did_you_mean(key: str) -> str:
+    """' (did you mean model=?)' for a key a slip away from a setting."""
+    base = _composed(())
+    parent, _, name = key.rpartition(".")
+    for where in dict.fromkeys([parent, ""]):  # its own node first, then the top (gpu.margin=)
+        node = OmegaConf.select(base, where) if where else base
+        close = difflib.get_close_matches(name, [str(k) for k in node or ()], n=1)
+        if isinstance(node, DictConfig) and close:
+            return f" (did you mean {where + '.' if where else ''}{close[0]}=?)"
+    return ""
 
 
 def _optimizer_spec(node: dict[str, Any]) -> OptimizerSpec:

@@ -10,6 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from advisor import gpus
 from advisor.memory_model import Target
 from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.result import (
@@ -164,7 +165,7 @@ def memory_bar(memory: Memory, device_memory: int | None, of: str = "GPU") -> Te
         said = f"device peak {gib(memory.device_peak_bytes)}; {of} memory {gib(device_memory)}"
     else:
         said = f"peak {gib(memory.device_peak_bytes)}; CPU: no device limit"
-    return Text.assemble(*cells, f"  | {said}")
+    return Text.assemble(*cells, f"\n| {said}")  # (beside the bar it passed 80 columns)
 
 
 def _throughput_line(result: TrialResult) -> Text:
@@ -230,9 +231,12 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
 
 def recommendation_report(rec: Recommendation, confirmation: TrialResult | None) -> Group:
     target = rec.target
+    # a budget (gpu.memory=64MiB) is named by its size: said once
+    named = target.name != gpus.format_bytes(target.memory_bytes)
     lines: list[Text | Table] = [
         Text(
-            f"target: {target.name}, {gib(target.memory_bytes)}, keeping {target.margin:.0%} free "
+            f"target: {target.name + ', ' if named else ''}{gib(target.memory_bytes)}, "
+            f"keeping {target.margin:.0%} free "
             f"(fits under {gib(target.allowed_bytes)}); {rec.considered} measured settings",
             style="bold",
         )
@@ -263,10 +267,11 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
         lines.append(Text(f"caution: {rec.thin}", style="yellow"))
     if not target.name.startswith("local"):
         where = ", ".join(rec.measured_on)
+        there = target.name if named else "the target"
         lines.append(
             Text(
-                f"throughput was measured on {where}; memory feasibility transfers to "
-                f"{target.name} (same torch version), throughput does not",
+                f"throughput was measured on {where}, not on {there}: what fits there "
+                "transfers (with the same torch version), the rates do not",
                 style="yellow",
             )
         )
@@ -330,7 +335,17 @@ def baseline_line(
     return Text.assemble(
         (f"{speed} and {memory} ", "bold green" if versus.speedup >= 1 else "yellow"),
         f"than your current settings ({setting}), which {verdict}",
+        (_within_intervals(versus, baseline, rec.best), "yellow"),
     )
+
+
+def _within_intervals(versus: Against, baseline: TrialResult, best: TrialResult | None) -> str:
+    """'; within the two rates' 95% intervals' where the speedup is no more than they are wide
+    (1.03x from rates known to ±2%: not shown to be faster)."""
+    widths = [r.throughput.precision if r and r.throughput else None for r in (baseline, best)]
+    if None in widths or abs(versus.speedup - 1) > sum(w for w in widths if w is not None):
+        return ""
+    return "; within the two rates' 95% intervals: not shown to differ"
 
 
 def _results_table(title: str, results: Sequence[TrialResult], target: Target) -> Table:

@@ -76,8 +76,11 @@ def test_a_config_composed_again_is_a_copy_not_the_one_handed_out_before():
         ),
         (["optimizer=lion"], "unknown optimizer 'lion'; choose one of: adam, adamw"),
         (["precision=fp8"], "precision: Invalid value 'fp8', expected one of [default, fp32, tf32"),
-        (["batch_size=many"], "batch_size: Value 'many'"),
-        (["colour=blue"], "colour: Key 'colour' not in"),
+        (["batch_size=many"], "batch_size=many: batch_size takes a whole number"),
+        (["compile=maybe"], "compile=maybe: compile takes true or false"),
+        (["colour=blue"], "colour= is not a setting; advisor sweep --help lists them"),
+        (["modle=gpt2"], "modle= is not a setting (did you mean model=?); advisor sweep"),
+        (["gpu.margn=0.1"], "gpu.margn= is not a setting (did you mean margin=?)"),
         (
             ["model=gpt2", "model.config.n_layer=6"],
             "model.config.n_layer: no such argument in the config; add",

@@ -11,7 +11,7 @@ from test_search import SPACE
 from advisor import report
 from advisor.config import load, trial_spec
 from advisor.memory_model import Target
-from advisor.recommendation import recommend
+from advisor.recommendation import against, recommend
 from advisor.result import TimingStop
 
 
@@ -44,3 +44,30 @@ def test_the_report_shares_the_targets_memory_and_explains_only_a_cut_it_shows()
     assert shown.count("≤: timing cut short") == 1  # under the runners-up, not the Pareto front
     legend, front = shown.index("≤: timing cut short"), shown.index("Pareto front")
     assert shown.index("runners-up") < shown.index("≤") < legend < front
+
+
+def test_a_speedup_within_the_rates_intervals_is_said_to_be_not_shown():
+    """1.03x from two rates each known to ±2% is no speedup that was shown; 1.5x is."""
+
+    def known_to(result, precision, rate):
+        step_s = result.spec.effective_batch_size / rate
+        throughput = dataclasses.replace(
+            result.throughput,
+            samples_per_s=rate,
+            step_s_median=step_s,
+            step_s_ci95=precision * step_s,
+        )
+        return dataclasses.replace(result, throughput=throughput)
+
+    baseline, best = (
+        fake_result(trial_spec(load([*SPACE, f"batch_size={b}", "precision=fp16"])))
+        for b in (32, 64)
+    )
+    target = Target("small", 12 * GiB, 0.05)
+    for best_rate, said in ((103.0, True), (150.0, False)):
+        pair = [known_to(baseline, 0.02, 100.0), known_to(best, 0.02, best_rate)]
+        rec = recommend(pair, target)
+        assert rec.best is not None and rec.best.samples_per_s == best_rate
+        line = report.baseline_line(pair[0], against(pair[0], rec.best), rec).plain
+        assert line.startswith(f"{best_rate / 100:.2f}x faster")
+        assert ("within the two rates' 95% intervals: not shown to differ" in line) is said

@@ -81,7 +81,10 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
         gpu_only.stderr
     )
     assert "recommended:" in table.stdout
-    assert "memory feasibility transfers to t4" in table.stdout.replace("\n", " ")
+    assert (
+        "not on t4: what fits there transfers (with the same torch version), the rates do not"
+        in (table.stdout.replace("\n", " "))
+    )
 
 
 def test_recommend_says_when_history_is_too_thin(db_url, tmp_path):
