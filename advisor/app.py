@@ -275,8 +275,8 @@ def sweep(
     earlier = store.sweep_trials(sweep_id)
     events.started(
         sweep_id,
-        f"{base.model.name} on {device_name} for {target.name} ({space.size()} settings in its "
-        "space)",
+        f"{base.model.name} on {device_name} for {target.name}: {space.size()} combinations of "
+        "settings to search",
         len(earlier),
         len(slots),
     )

@@ -321,8 +321,10 @@ def compare(ids: Overrides = None, as_json: JsonFlag = False) -> None:
     """
     given = [i for i in ids or [] if "=" not in i]
     if len(given) < 2 or not all(_an_id(i) for i in given):
-        fail("compare takes two trial ids or more (advisor history lists them); got "
-             f"{' '.join(given) or 'none'}")  # fmt: skip
+        fail(
+            "compare takes two trial ids or more (advisor history lists them); got "
+            f"{' '.join(given) or 'none'}"
+        )
     store = existing(_only_db_url([i for i in ids or [] if "=" in i]))
     results = [store.get(int(i)) for i in given]
     missing = [i for i, r in zip(given, results, strict=True) if r is None]

@@ -151,7 +151,7 @@ def _composed(overrides: tuple[str, ...]) -> DictConfig:
         OmegaConf.to_container(cfg, throw_on_missing=True)  # a setting left unset (batch_size=???)
     # (Hydra raises ValueError or TypeError for a config group given a number or a list)
     except (HydraException, OmegaConfBaseException, ValueError, TypeError) as error:
-        raise ConfigError(_one_line(error)) from None
+        raise ConfigError(_one_line(error, overrides)) from None
     for group in GROUPS:  # each one of its configs (not deleted by a workload's defaults)
         if not isinstance(cfg.get(group), DictConfig) and not (group == "model" and cfg.workload):
             raise ConfigError(f"{group}= names one of: {', '.join(options(group))}")
@@ -298,8 +298,20 @@ def _canonical(node: dict[str, Any]) -> str:
     return json.dumps(node, sort_keys=True, separators=(",", ":"))
 
 
-def _one_line(error: Exception) -> str:
-    """Hydra's and OmegaConf's errors, cut to the line a user needs."""
+# what a setting takes (and a list's items), by OmegaConf's name for the type it could not
+# convert a value to
+TAKES = {
+    "integer": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "boolean": "true or false",
+    "listconfig": "a list, such as [32,64]",
+}
+ITEMS = {"integer": "whole numbers", "float": "numbers"}
+
+
+def _one_line(error: Exception, overrides: tuple[str, ...]) -> str:
+    """Hydra's and OmegaConf's errors, cut to the line a user needs, naming the override given."""
     cause = error.__cause__ or error  # Hydra wraps OmegaConf's validation errors
     text = str(cause).strip()
     first = text.splitlines()[0] if text else type(cause).__name__
@@ -311,33 +323,45 @@ def _one_line(error: Exception) -> str:
     if not key:
         return first
     new_key = re.search(r"Key '([^']+)' is not in struct", first)
+    if new_key and not key.endswith(new_key.group(1)):
+        key = f"{key}.{new_key.group(1)}"
     if new_key and key.startswith(("model", "optimizer")):  # a builder argument the YAML lacks
-        key = f"{key}.{new_key.group(1)}" if not key.endswith(new_key.group(1)) else key
         return f"{key}: no such argument in the config; add it with +{key}=VALUE"
     if new_key or re.match(r"Key '[^']+' not in '", first):  # a setting misspelled (modle=)
-        if new_key and not key.endswith(new_key.group(1)):
-            key = f"{key}.{new_key.group(1)}"
-        return f"{key}= is not a setting{_did_you_mean(key)}; advisor sweep --help lists them"
-    wrong_type = re.match(r"Value '(.*)' (?:of type '\w+' could not be converted to|is not a "
-                          r"valid) (\w+)", first)  # fmt: skip
+        return f"{key}= is not a setting{_did_you_mean(key)}; --help and README list them"
+    setting = re.sub(r"\[\d+\]$", "", key)  # space.batch_sizes[0]: the list's setting
+    keys = [(o, o.lstrip("+").partition("=")[0]) for o in overrides]
+    given = next((o for o, k in keys if k == setting or k.startswith(f"{setting}.")), key)
+    kinds = r"could not be converted to (\w+)|is not a valid (\w+)|is not a (ListConfig)"
+    wrong_type = re.search(kinds, first)
     if wrong_type:
-        value, kind = wrong_type.groups()
-        wanted = {"integer": "a whole number", "float": "a number", "boolean": "true or false",
-                  "bool": "true or false"}  # fmt: skip
-        return f"{key}={value}: {key} takes {wanted.get(kind.lower(), kind)}"
+        kind = next(k for k in wrong_type.groups() if k).lower()
+        if setting != key and kind in ITEMS:
+            return f"{given}: {setting} takes a list of {ITEMS[kind]}"
+        return f"{given}: {setting} takes {TAKES.get(kind, kind)}"
+    if "is not Optional" in first:
+        return f"{given}: {setting} needs a value (null is none)"
+    if "is not a subclass of" in first:  # measure=abc
+        return f"{given}: {setting} holds settings of its own; set one ({setting}.NAME=VALUE)"
     return f"{key}: {first}"
 
 
 def _did_you_mean(key: str) -> str:
-    """' (did you mean model=?)' for a key a slip away from a setting."""
+    """' (did you mean model=?)' for a key a slip away from a setting: of its own node first,
+    then of any node (lr= for optimizer.lr=)."""
     base = _composed(())
     parent, _, name = key.rpartition(".")
-    for where in dict.fromkeys([parent, ""]):  # its own node first, then the top (gpu.margin=)
-        node = OmegaConf.select(base, where) if where else base
-        close = difflib.get_close_matches(name, [str(k) for k in node or ()], n=1)
-        if isinstance(node, DictConfig) and close:
-            return f" (did you mean {where + '.' if where else ''}{close[0]}=?)"
-    return ""
+    node = OmegaConf.select(base, parent) if parent else base
+    if isinstance(node, DictConfig):
+        close = difflib.get_close_matches(name, [str(k) for k in node], n=1)
+        if close:
+            return f" (did you mean {parent + '.' if parent else ''}{close[0]}=?)"
+    paths = [str(k) for k in base]  # the top level, then one node down
+    for k, v in base.items():
+        paths += [f"{k!s}.{sub!s}" for sub in v] if isinstance(v, DictConfig) else []
+    by_name = {path.rpartition(".")[2]: path for path in reversed(paths)}  # the top's first
+    close = difflib.get_close_matches(name, list(by_name), n=1)
+    return f" (did you mean {by_name[close[0]]}=?)" if close else ""
 
 
 def _optimizer_spec(node: dict[str, Any]) -> OptimizerSpec:

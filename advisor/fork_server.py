@@ -1,9 +1,10 @@
 """The fork server: each trial a process forked from one that has imported torch once.
 
 A trial's process used to import torch for itself, 2-3 s of every trial. The server (python -m
-advisor.fork_server ANSWERS_FD) imports advisor.worker, torch and torch._dynamo once; it never
-starts CUDA, and forks a process per trial, which still has a process of its own (its CUDA
-state, a crash or a leak end with it) and starts in milliseconds.
+advisor.fork_server ANSWERS_FD) imports advisor.worker, torch, torch._dynamo and the built-in
+workloads (advisor.catalog) once; it never starts CUDA, and forks a process per trial, which
+still has a process of its own (its CUDA state, a crash or a leak end with it) and starts in
+milliseconds.
 
 The runner writes one trial folder per line to the server's stdin. The server answers on a pipe
 of its own (its stdout and stderr are its log): "PID" once the trial's process is forked, then

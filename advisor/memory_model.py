@@ -14,6 +14,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from advisor import gpus
 from advisor.result import Status, TrialResult
 from advisor.spec import TrialSpec
 
@@ -69,6 +70,15 @@ class Target:
     name: str
     memory_bytes: int
     margin: float  # fraction kept free
+
+    @classmethod
+    def budget(cls, memory_bytes: int, margin: float) -> Target:
+        """A memory budget (gpu.memory=24GiB) and no GPU's name: named by its size."""
+        return cls(gpus.format_bytes(memory_bytes), memory_bytes, margin)
+
+    @property
+    def is_budget(self) -> bool:
+        return self.name == gpus.format_bytes(self.memory_bytes)
 
     @property
     def allowed_bytes(self) -> int:

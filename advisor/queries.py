@@ -103,8 +103,9 @@ def target_named(gpu: str | None, memory: str | None, margin: float = DEFAULT_MA
             memory_bytes = gpus.parse_bytes(memory)
         except ValueError as error:
             raise ConfigError(f"gpu memory: {error}") from None
-        return Target(name=gpu or gpus.format_bytes(memory_bytes), memory_bytes=memory_bytes,
-                      margin=margin)  # fmt: skip
+        if gpu is None:
+            return Target.budget(memory_bytes, margin)
+        return Target(name=gpu, memory_bytes=memory_bytes, margin=margin)
     profiles = gpus.load_profiles()
     if gpu not in profiles:
         named = f"unknown gpu {gpu!r}; " if gpu else ""

@@ -10,7 +10,6 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from advisor import gpus
 from advisor.memory_model import Target
 from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.result import (
@@ -162,10 +161,10 @@ def memory_bar(memory: Memory, device_memory: int | None, of: str = "GPU") -> Te
     cells = (cells + [("·", "grey30")] * BAR_WIDTH)[:BAR_WIDTH]
     cells[min(BAR_WIDTH - 1, round(BAR_WIDTH * memory.device_peak_bytes / scale))] = ("|", "bold")
     if device_memory:
-        said = f"device peak {gib(memory.device_peak_bytes)}; {of} memory {gib(device_memory)}"
+        said = f"device peak, {gib(memory.device_peak_bytes)}, of {gib(device_memory)} {of} memory"
     else:
-        said = f"peak {gib(memory.device_peak_bytes)}; CPU: no device limit"
-    return Text.assemble(*cells, f"\n| {said}")  # (beside the bar it passed 80 columns)
+        said = f"peak, {gib(memory.device_peak_bytes)}; CPU: no device limit"
+    return Text.assemble(*cells, f"\n'|' marks the {said}")  # (beside the bar: past 80 columns)
 
 
 def _throughput_line(result: TrialResult) -> Text:
@@ -231,11 +230,9 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
 
 def recommendation_report(rec: Recommendation, confirmation: TrialResult | None) -> Group:
     target = rec.target
-    # a budget (gpu.memory=64MiB) is named by its size: said once
-    named = target.name != gpus.format_bytes(target.memory_bytes)
     lines: list[Text | Table] = [
         Text(
-            f"target: {target.name + ', ' if named else ''}{gib(target.memory_bytes)}, "
+            f"target: {'' if target.is_budget else target.name + ', '}{gib(target.memory_bytes)}, "
             f"keeping {target.margin:.0%} free "
             f"(fits under {gib(target.allowed_bytes)}); {rec.considered} measured settings",
             style="bold",
@@ -265,16 +262,9 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
         lines.append(Text(f"under a cap of {cap} on the local GPU, as on the target: {how}"))
     if rec.thin:
         lines.append(Text(f"caution: {rec.thin}", style="yellow"))
-    if not target.name.startswith("local"):
-        where = ", ".join(rec.measured_on)
-        there = target.name if named else "the target"
-        lines.append(
-            Text(
-                f"throughput was measured on {where}, not on {there}: what fits there "
-                "transfers (with the same torch version), the rates do not",
-                style="yellow",
-            )
-        )
+    elsewhere = _measured_elsewhere(rec, best)
+    if elsewhere:
+        lines.append(Text(elsewhere, style="yellow"))
     on_gpu = best.spec.device is Device.cuda
     lines.append(_memory_table(memory, target.memory_bytes, on_gpu, of="target"))
     lines.append(memory_bar(memory, target.memory_bytes, of="target"))
@@ -282,6 +272,23 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
     front_title = "Pareto front: nothing else is both faster and smaller"
     lines.append(_results_table(front_title, rec.front, target))
     return Group(*lines)
+
+
+def _measured_elsewhere(rec: Recommendation, best: TrialResult) -> str:
+    """What holds of trials run elsewhere than the target: a named GPU not this one, or a
+    budget measured on the CPU (a budget on this GPU ran under its cap: nothing to say)."""
+    where = ", ".join(rec.measured_on)
+    if rec.target.is_budget and best.spec.device is Device.cpu:
+        return (
+            f"throughput was measured on {where}: the memory that fits transfers to a GPU "
+            "(with the same torch version), the rates do not"
+        )
+    if rec.target.is_budget or rec.target.name.startswith("local"):
+        return ""
+    return (
+        f"throughput was measured on {where}, not on {rec.target.name}: the memory that "
+        "fits transfers (with the same torch version), the rates do not"
+    )
 
 
 def rate_precision(throughput: Throughput | None) -> str:
@@ -332,20 +339,20 @@ def baseline_line(
         f"{versus.speedup:.2f}x faster" if versus.speedup >= 1
         else f"{1 / versus.speedup:.2f}x slower"
     )  # fmt: skip
+    unshown = _within_intervals(versus, baseline, rec.best)
     return Text.assemble(
-        (f"{speed} and {memory} ", "bold green" if versus.speedup >= 1 else "yellow"),
+        (f"{speed} and {memory} ", "yellow" if unshown or versus.speedup < 1 else "bold green"),
         f"than your current settings ({setting}), which {verdict}",
-        (_within_intervals(versus, baseline, rec.best), "yellow"),
+        ("; the difference is within the two rates' 95% intervals" if unshown else "", "yellow"),
     )
 
 
-def _within_intervals(versus: Against, baseline: TrialResult, best: TrialResult | None) -> str:
-    """'; within the two rates' 95% intervals' where the speedup is no more than they are wide
-    (1.03x from rates known to ±2%: not shown to be faster)."""
+def _within_intervals(versus: Against, baseline: TrialResult, best: TrialResult | None) -> bool:
+    """The speedup is no more than the two rates' 95% intervals are wide (1.03x from rates
+    known to ±2%: not shown to be faster)."""
     widths = [r.throughput.precision if r and r.throughput else None for r in (baseline, best)]
-    if None in widths or abs(versus.speedup - 1) > sum(w for w in widths if w is not None):
-        return ""
-    return "; within the two rates' 95% intervals: not shown to differ"
+    known = [w for w in widths if w is not None]
+    return len(known) == 2 and abs(versus.speedup - 1) <= sum(known)
 
 
 def _results_table(title: str, results: Sequence[TrialResult], target: Target) -> Table:

@@ -14,27 +14,27 @@ from advisor.spec import Device
 
 def target_of(cfg: DictConfig, device: Device) -> Target:
     """The memory to fit: gpu.memory if given, else the named profile's, else the local GPU's."""
+    if not 0 <= cfg.margin < 1:
+        raise ConfigError(f"margin must be a fraction in [0, 1), got {cfg.margin}")
     gpu = cfg.gpu
     if gpu.memory is not None:
         try:
             memory = gpus.parse_bytes(gpu.memory)
         except ValueError as error:
             raise ConfigError(f"gpu.memory: {error}") from None
-        name = gpu.name if gpu.name != "auto" else gpus.format_bytes(memory)
-    elif device is Device.cuda and (local := gpus.local_gpu()) is not None:
-        memory, name = local.memory_bytes, f"local {local.name}"
-    elif device is Device.cpu:  # (a GPU's profile here would sweep a big model on the CPU)
+        if gpu.name == "auto":
+            return Target.budget(memory, cfg.margin)
+        return Target(name=gpu.name, memory_bytes=memory, margin=cfg.margin)
+    if device is Device.cuda and (local := gpus.local_gpu()) is not None:
+        return Target(
+            name=f"local {local.name}", memory_bytes=local.memory_bytes, margin=cfg.margin
+        )
+    if device is Device.cpu:  # (a GPU's profile here would sweep a big model on the CPU)
         raise ConfigError(
             "device=cpu has no GPU memory to fit: name a budget, e.g. gpu.memory=64MiB for a "
             "tiny model (model=tiny_cnn)"
         )
-    else:
-        raise ConfigError(
-            "no GPU here to fit: name one (gpu=a100_40gb) or a budget (gpu.memory=24GiB)"
-        )
-    if not 0 <= cfg.margin < 1:
-        raise ConfigError(f"margin must be a fraction in [0, 1), got {cfg.margin}")
-    return Target(name=name, memory_bytes=memory, margin=cfg.margin)
+    raise ConfigError("no GPU here to fit: name one (gpu=a100_40gb) or a budget (gpu.memory=24GiB)")
 
 
 def trial_cap(target: Target, local_memory_bytes: int | None) -> int | None:

@@ -70,12 +70,26 @@ def build(spec: TrialSpec, device: torch.device) -> Training:
         model = model.to(memory_format=torch.channels_last)
     if spec.checkpointing is Checkpointing.blocks:
         checkpoint_blocks(model, spec.model.block or "")
-    optimizer = instantiate(json.loads(spec.optimizer.builder))(model.parameters())
+    optimizer = _optimizer(spec, model)
     if spec.compile:
         model = torch.compile(model)  # type: ignore[assignment]
     batch = device_batch(work, spec, device)
     scaler = torch.amp.GradScaler(device.type, enabled=spec.precision is Precision.fp16)
     return Training(spec, work, model, optimizer, scaler, batch)
+
+
+def _optimizer(spec: TrialSpec, model: nn.Module) -> torch.optim.Optimizer:
+    """The spec's optimizer over the model's parameters; an argument it refuses
+    (optimizer.lr=abc) is the user's to fix, said in one line."""
+    try:
+        optimizer: torch.optim.Optimizer = instantiate(json.loads(spec.optimizer.builder))(
+            model.parameters()
+        )
+    except (TypeError, ValueError) as error:
+        raise WorkloadError(
+            f"optimizer {spec.optimizer.name} raised {workloads.error_line(error)}"
+        ) from None
+    return optimizer
 
 
 @functools.lru_cache(maxsize=16)

@@ -120,7 +120,7 @@ def load(source: str, arguments: Mapping[str, Any] | None = None) -> Workload:
     except AdvisorError:  # said in one line already (a missing extra, say)
         raise
     except Exception as error:
-        raise WorkloadError(f"{source} raised {_error_line(error)}") from None
+        raise WorkloadError(f"{source} raised {error_line(error)}") from None
     if not isinstance(workload, Workload):
         raise WorkloadError(
             f"{source} returned {type(workload).__name__}; it must return an advisor.Workload"
@@ -229,7 +229,7 @@ def make_batch(workload: Workload, batch_size: int, device: torch.device) -> Any
         if "tried to allocate" in str(error):  # the CPU allocator's out of memory
             raise
         raise WorkloadError(
-            f"{workload.name}: batch({batch_size}, {device}) raised {_error_line(error)}"
+            f"{workload.name}: batch({batch_size}, {device}) raised {error_line(error)}"
         ) from None
 
 
@@ -250,7 +250,7 @@ def resolve(source: str) -> Callable[..., Any]:
             module = importlib.import_module(module_name)
         except (ImportError, ValueError, TypeError) as error:  # (the last two: a name like .x)
             raise WorkloadError(
-                f"cannot import {module_name} for {source}: {_error_line(error)}"
+                f"cannot import {module_name} for {source}: {error_line(error)}"
             ) from None
     function = getattr(module, attribute, None)
     if not callable(function):
@@ -281,7 +281,7 @@ def _module_from_file(path_text: str) -> Any:
         spec.loader.exec_module(module)
     except Exception as error:
         del sys.modules[name]
-        raise WorkloadError(f"importing {path_text} raised {_error_line(error)}") from None
+        raise WorkloadError(f"importing {path_text} raised {error_line(error)}") from None
     return module
 
 
@@ -310,7 +310,7 @@ def _source_files(source: str, arguments: Any) -> set[Path]:
                 module = sys.modules.get(module_name) or importlib.import_module(module_name)
             except (ImportError, ValueError, TypeError) as error:
                 raise WorkloadError(
-                    f"cannot import {module_name} for {target}: {_error_line(error)}"
+                    f"cannot import {module_name} for {target}: {error_line(error)}"
                 ) from None
             if file := getattr(module, "__file__", None):  # (a built-in module has none)
                 files.add(Path(file))
@@ -355,6 +355,7 @@ def _libraries_used(source: str, arguments: Any) -> list[str]:
     return [name for name in MODEL_LIBRARIES if name in used]
 
 
-def _error_line(error: BaseException) -> str:
+def error_line(error: BaseException) -> str:
+    """An exception in one line: its type and its message's first line."""
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

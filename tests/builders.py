@@ -47,6 +47,16 @@ def noting(**tiny_mlp_arguments: int) -> nn.Module:
     return TinyMLP(**tiny_mlp_arguments)
 
 
+def hungry(**tiny_mlp_arguments: int) -> nn.Module:
+    """tiny_mlp, built after a 64 MiB buffer of Python's own (a builder reading weights, say):
+    under a small cap, Python's MemoryError comes before any tensor."""
+    from advisor.models import TinyMLP
+
+    buffer = bytearray(64 * 2**20)
+    del buffer
+    return TinyMLP(**tiny_mlp_arguments)
+
+
 def loud(**tiny_mlp_arguments: int) -> nn.Module:
     """tiny_mlp with logits scaled up 10^4: its fp16 gradients overflow at GradScaler's first
     scales, so the scaler skips the optimizer's first steps."""

@@ -152,6 +152,10 @@ def _bytes(tensors):
         ),
         (["model=tiny_mlp", "memory_cap=1"], "advisor: memory_cap is in bytes, from 1048576"),
         (
+            ["model=tiny_mlp", "device=cpu", "optimizer.lr=abc"],
+            "advisor: optimizer adamw raised TypeError: '<=' not supported",
+        ),
+        (
             ["model=tiny_mlp", "device=cpu", "plot=/no/such/folder/breakdown.png"],
             "advisor: plot=/no/such/folder/breakdown.png: there is no folder /no/such/folder",
         ),

@@ -152,8 +152,9 @@ def test_compare_marks_what_differs(db_url):
     assert marked == {"batch", "samples/s", "device peak", "device name", "torch", "stored (UTC)"}
     one = advisor("compare", str(ids[1]), db_url=db_url)
     assert one.returncode == 2
-    assert one.stderr.endswith(f"compare takes two trial ids or more (advisor history lists "
-                               f"them); got {ids[1]}\n")  # fmt: skip
+    assert one.stderr.endswith(
+        f"compare takes two trial ids or more (advisor history lists them); got {ids[1]}\n"
+    )
 
 
 def test_export_then_import_merges_each_trial_once(db_url, tmp_path):

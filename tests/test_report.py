@@ -34,7 +34,8 @@ def test_the_report_shares_the_targets_memory_and_explains_only_a_cut_it_shows()
     )
     target = Target("small", 12 * GiB, 0.05)
     shown = text([fast, slow, dominated])
-    assert "of target" in shown and "target memory 12.00 GiB" in shown
+    assert "of target" in shown and "'|' marks the device peak, " in shown
+    assert "of 12.00 GiB target memory" in shown
     assert "GPU" not in shown and "≤" not in shown
     assert dominated.throughput is not None
     cut = dataclasses.replace(
@@ -55,7 +56,7 @@ def test_a_speedup_within_the_rates_intervals_is_said_to_be_not_shown():
             result.throughput,
             samples_per_s=rate,
             step_s_median=step_s,
-            step_s_ci95=precision * step_s,
+            step_s_ci95=None if precision is None else precision * step_s,
         )
         return dataclasses.replace(result, throughput=throughput)
 
@@ -64,10 +65,38 @@ def test_a_speedup_within_the_rates_intervals_is_said_to_be_not_shown():
         for b in (32, 64)
     )
     target = Target("small", 12 * GiB, 0.05)
-    for best_rate, said in ((103.0, True), (150.0, False)):
-        pair = [known_to(baseline, 0.02, 100.0), known_to(best, 0.02, best_rate)]
+    # (a rate whose interval is not stored, as an older trial's, leaves it unsaid)
+    for best_rate, precision, said in (
+        (103.0, 0.02, True),
+        (150.0, 0.02, False),
+        (103.0, None, False),
+    ):
+        pair = [known_to(baseline, 0.02, 100.0), known_to(best, precision, best_rate)]
         rec = recommend(pair, target)
         assert rec.best is not None and rec.best.samples_per_s == best_rate
         line = report.baseline_line(pair[0], against(pair[0], rec.best), rec).plain
         assert line.startswith(f"{best_rate / 100:.2f}x faster")
-        assert ("within the two rates' 95% intervals: not shown to differ" in line) is said
+        assert ("; the difference is within the two rates' 95% intervals" in line) is said
+
+
+def test_the_target_line_names_a_budget_once_and_says_what_transfers_from_elsewhere():
+    """gpu.memory=12GiB is named by its size (once); a named GPU that was not the one measured
+    gets what transfers and what does not; a budget swept on this GPU ran under its cap, and
+    on the CPU the rates are the CPU's."""
+
+    def text(target, device):
+        result = fake_result(
+            trial_spec(load([*SPACE, "batch_size=64", "precision=fp16", f"device={device}"]))
+        )
+        console = Console(width=200, record=True)
+        console.print(report.recommendation_report(recommend([result], target), None))
+        return console.export_text()
+
+    budget = text(Target.budget(12 * GiB, 0.05), "cuda")
+    assert "target: 12.00 GiB, keeping 5% free" in budget and "12GiB" not in budget
+    assert "throughput was measured" not in budget
+    named = text(Target("t4", 12 * GiB, 0.05), "cuda")
+    assert "target: t4, 12.00 GiB, keeping 5% free" in named
+    assert "not on t4: the memory that fits transfers (with the same torch version), the " in named
+    cpu = text(Target.budget(12 * GiB, 0.05), "cpu")
+    assert ": the memory that fits transfers to a GPU (with the same torch version), the " in cpu

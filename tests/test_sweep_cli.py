@@ -82,7 +82,7 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
     )
     assert "recommended:" in table.stdout
     assert (
-        "not on t4: what fits there transfers (with the same torch version), the rates do not"
+        "not on t4: the memory that fits transfers (with the same torch version), the rates do not"
         in (table.stdout.replace("\n", " "))
     )
 
