@@ -196,3 +196,32 @@ def test_trials_share_the_compile_cache_beside_the_results(tmp_path, monkeypatch
     assert worker_environment(spec, None, store.compile_cache())["TORCHINDUCTOR_CACHE_DIR"] == (
         "/elsewhere"
     )
+
+
+def test_a_compiled_cpu_trial_compiles_before_timing_not_in_it(monkeypatch):
+    """CPU memory is counted by a dispatch mode, under which dynamo runs the model eagerly:
+    the compile came at the first timed step (one 2-core trial's whole time budget). It is
+    now made before timing, and counted as compiling."""
+    from torch._dynamo.utils import counters
+
+    from advisor import measure as measuring
+    from advisor.config import MeasureConfig
+
+    graphs_at: dict[str, int] = {}
+    timed = measuring.time_steps
+
+    def watched(training, settings, beat_samples_per_s=None):
+        graphs_at["timing"] = counters["stats"]["unique_graphs"]
+        found = timed(training, settings, beat_samples_per_s)
+        graphs_at["timed"] = counters["stats"]["unique_graphs"]
+        return found
+
+    monkeypatch.setattr(measuring, "time_steps", watched)
+    torch._dynamo.reset()
+    before = counters["stats"]["unique_graphs"]
+    spec = spec_of("model=tiny_mlp", "batch_size=32", "compile=true")
+    settings = MeasureConfig(warmup_steps=3, min_timed_steps=5, max_timed_steps=20)
+    _, throughput = measuring.measure(spec, settings)
+    assert graphs_at["timing"] > before  # compiled before timing began
+    assert graphs_at["timed"] == graphs_at["timing"]  # and nothing compiled while timing
+    assert throughput.warmup_steps >= 5
