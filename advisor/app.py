@@ -275,8 +275,8 @@ def sweep(
     earlier = store.sweep_trials(sweep_id)
     events.started(
         sweep_id,
-        f"{base.model.name} on {device_name} for {target.name}: {space.size()} combinations of "
-        "settings to search",
+        f"{base.model.name} on {device_name} for {target.name}: {space.size()} combinations to "
+        "search",
         len(earlier),
         len(slots),
     )

@@ -77,7 +77,9 @@ class SweepDisplay:
             self.bar.update(task, description=f"  worker {slot}: {phase:10} {spec}")
 
     def step(self, progress: SweepProgress, step: Step) -> None:
-        self.console.print(report.sweep_step_line(progress, step, self.trials), soft_wrap=True)
+        # one line a step in a log; wrapped at words in a terminal (not mid-word by it)
+        line = report.sweep_step_line(progress, step, self.trials)
+        self.console.print(line, soft_wrap=not self.console.is_terminal)
         with self._lock:
             self.measured = progress.measured
             best = progress.best

@@ -57,7 +57,12 @@ def recommend(
     fitting = sorted((r for r in ok if target.fits(r)), key=_speed, reverse=True)
     thin = None
     if len(ok) < MIN_TRIALS:
-        thin = f"only {len(ok)} measured setting(s); measure more with advisor sweep"
+        said = (
+            f"only {len(ok)} measured setting{'' if len(ok) == 1 else 's'}"
+            if ok
+            else "nothing measured"
+        )
+        thin = f"{said}; measure more with advisor sweep"
     elif not fitting:
         thin = "no measured setting fits the target; sweep smaller batches or checkpointing"
     return Recommendation(

@@ -161,16 +161,16 @@ def memory_bar(memory: Memory, device_memory: int | None, of: str = "GPU") -> Te
     cells = (cells + [("·", "grey30")] * BAR_WIDTH)[:BAR_WIDTH]
     cells[min(BAR_WIDTH - 1, round(BAR_WIDTH * memory.device_peak_bytes / scale))] = ("|", "bold")
     if device_memory:
-        said = f"device peak, {gib(memory.device_peak_bytes)}, of {gib(device_memory)} {of} memory"
+        said = f"device peak: {gib(memory.device_peak_bytes)} of {gib(device_memory)} {of} memory"
     else:
-        said = f"peak, {gib(memory.device_peak_bytes)}; CPU: no device limit"
-    return Text.assemble(*cells, f"\n'|' marks the {said}")  # (beside the bar: past 80 columns)
+        said = f"peak: {gib(memory.device_peak_bytes)}; CPU: no device limit"
+    return Text.assemble(*cells, f"\n█ categories (stacked), | {said}")  # (beside it: > 80 columns)
 
 
 def _throughput_line(result: TrialResult) -> Text:
     t = result.throughput
     assert t is not None
-    cpu = " (on the CPU)" if result.spec.device.value == "cpu" else ""
+    cpu = " on the CPU" if result.spec.device.value == "cpu" else ""
     parts = [
         f"{rate(t)} samples/s{cpu}{rate_precision(t)}",
         f"step {t.step_s_median * 1e3:.2f} ms median, IQR {t.spread:.1%} of it",

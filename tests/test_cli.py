@@ -100,7 +100,7 @@ def test_run_shows_the_breakdown_as_tables(db_url):
         "activations",
         "gradients",
         "peak reserved",
-        "samples/s (on the CPU)",
+        "samples/s on the CPU",
         "CPU: no device limit",
     ):
         assert words in run.stdout

@@ -34,8 +34,8 @@ def test_the_report_shares_the_targets_memory_and_explains_only_a_cut_it_shows()
     )
     target = Target("small", 12 * GiB, 0.05)
     shown = text([fast, slow, dominated])
-    assert "of target" in shown and "'|' marks the device peak, " in shown
-    assert "of 12.00 GiB target memory" in shown
+    assert "of target" in shown and "█ categories (stacked), | device peak: " in shown
+    assert " of 12.00 GiB target memory" in shown
     assert "GPU" not in shown and "≤" not in shown
     assert dominated.throughput is not None
     cut = dataclasses.replace(

@@ -95,7 +95,7 @@ def test_recommend_says_when_history_is_too_thin(db_url, tmp_path):
     Store(db_url)
     result = advisor("recommend", "model=gpt2", "gpu=a100_40gb", db_url=db_url)
     assert result.returncode == 1
-    assert "no recommendation: only 0 measured setting(s)" in result.stdout
+    assert "no recommendation: nothing measured; measure more with advisor sweep" in result.stdout
 
 
 # on a host without a GPU (this one; on a GPU host these would run)
