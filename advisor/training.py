@@ -81,13 +81,14 @@ def build(spec: TrialSpec, device: torch.device) -> Training:
 def _optimizer(spec: TrialSpec, model: nn.Module) -> torch.optim.Optimizer:
     """The spec's optimizer over the model's parameters; an argument it refuses
     (optimizer.lr=abc) is the user's to fix, said in one line."""
+    builder = json.loads(spec.optimizer.builder)
     try:
-        optimizer: torch.optim.Optimizer = instantiate(json.loads(spec.optimizer.builder))(
-            model.parameters()
-        )
+        optimizer: torch.optim.Optimizer = instantiate(builder)(model.parameters())
     except (TypeError, ValueError) as error:
+        given = ", ".join(f"{k}={v!r}" for k, v in builder.items() if not k.startswith("_"))
         raise WorkloadError(
-            f"optimizer {spec.optimizer.name} raised {workloads.error_line(error)}"
+            f"optimizer {spec.optimizer.name} refused its arguments ({given}): "
+            f"{workloads.error_line(error)}; set them as optimizer.NAME=VALUE"
         ) from None
     return optimizer
 
