@@ -378,8 +378,9 @@ def serve(
 
     server.check_listening(host, port)
     store = server.open_store(_only_db_url(options))
+    # one line, however long the database's path: the address stays whole (and clickable)
     err.print(f"serving {schema.shown(store.url)} read-only on http://{host}:{port}/ "
-              "(Ctrl-C stops)", highlight=False)  # fmt: skip
+              "(Ctrl-C stops)", highlight=False, soft_wrap=True)  # fmt: skip
     uvicorn.run(server.create_app(store), host=host, port=port, log_level="warning")
 
 
