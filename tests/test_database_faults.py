@@ -17,7 +17,7 @@ from test_cli import advisor, trial_count
 
 from advisor.errors import StoreError
 from advisor.store import schema, spool, store
-from advisor.store.store import Store
+from advisor.store.store import Store, Sweep
 
 RUN = ["run", "model=tiny_mlp", "batch_size=4", "device=cpu", *FAST_OVERRIDES]
 
@@ -149,6 +149,28 @@ def test_a_write_that_fails_once_is_tried_again(writer, monkeypatch):
     threading.Timer(0.5, other.release).start()  # the other writer finishes meanwhile
     results.add(a_result())
     assert spool.pending(url) == [] and len(Store(url).trials()) == 1
+
+
+def test_a_sweeps_own_writes_are_tried_again_then_said_in_one_line(writer, monkeypatch):
+    """Opening and finishing a sweep wait out a lock as a trial's write does (CI's loaded host
+    once held one past SQLite's busy timeout, and the sweep ended in a traceback)."""
+    url, other = writer
+    monkeypatch.setattr(schema, "BUSY_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(store, "WRITE_WAITS_S", (1.0, 1.0))
+    results = Store(url)
+    other.lock()
+    threading.Timer(0.5, other.release).start()
+    opened = results.open_sweep(Sweep("k", "tiny_mlp", "12MiB", 12 * 2**20, 0.05, None))
+    other.lock()
+    threading.Timer(0.5, other.release).start()
+    assert opened.id is not None
+    results.finish_sweep(opened.id, "patience")
+    assert [s.stop_reason for s, _ in Store(url).sweeps()] == ["patience"]
+    monkeypatch.setattr(store, "WRITE_WAITS_S", (0.0, 0.0))
+    other.lock()
+    with pytest.raises(StoreError, match="is locked by another writer"):
+        results.finish_sweep(opened.id, "trials")
+    other.release()
 
 
 def test_a_damaged_spool_file_is_set_aside_and_the_rest_is_stored(db_url, caplog):

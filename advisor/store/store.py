@@ -9,9 +9,9 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Row, Select, func, select
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
@@ -28,7 +28,8 @@ from advisor.store import rows, schema, spool
 from advisor.store.read_cache import TRIALS_READ
 from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
 
-WRITE_WAITS_S = (1.0, 3.0)  # a trial's write that fails is tried again after these
+WRITE_WAITS_S = (1.0, 3.0)  # a write that fails is tried again after these
+T = TypeVar("T")
 URL_VARIABLE = "ADVISOR_DB_URL"
 STUDY_URL_VARIABLE = "ADVISOR_STUDY_DB_URL"
 
@@ -122,13 +123,8 @@ class Store:
         says where."""
         now = datetime.datetime.now(datetime.UTC)
         result = dataclasses.replace(result, created_at=result.created_at or now.isoformat())
-        for wait_s in WRITE_WAITS_S:
-            try:
-                return self._insert(result, sweep_id, repeat)
-            except OperationalError:  # locked, busy, gone: worth another try
-                time.sleep(wait_s)
         try:
-            return self._insert(result, sweep_id, repeat)
+            return _tried_again(lambda: self._insert(result, sweep_id, repeat))
         except OperationalError as error:
             kept = spool.save(self.url, result, sweep_id, repeat)
             raise StoreError(
@@ -302,6 +298,9 @@ class Store:
     def open_sweep(self, sweep: Sweep) -> Sweep:
         """The stored sweep with this key (to resume it, or to join it where another process
         runs it), or this one, stored anew."""
+        return self._retried(lambda: self._open_sweep(sweep))
+
+    def _open_sweep(self, sweep: Sweep) -> Sweep:
         query = select(SweepRow).where(SweepRow.key == sweep.key)
         try:
             with self._session.begin() as session:
@@ -356,10 +355,32 @@ class Store:
             return [(_sweep(row), count) for row, count in session.execute(query)]
 
     def finish_sweep(self, sweep_id: int, stop_reason: str) -> None:
-        with self._session.begin() as session:
-            row = session.get(SweepRow, sweep_id)
-            assert row is not None
-            row.stop_reason = stop_reason
+        def write() -> None:
+            with self._session.begin() as session:
+                row = session.get(SweepRow, sweep_id)
+                assert row is not None
+                row.stop_reason = stop_reason
+
+        self._retried(write)
+
+    def _retried(self, write: Callable[[], T]) -> T:
+        """A sweep's own write, tried again as a trial's is (another process may hold SQLite's
+        lock past its busy timeout on a loaded host); StoreError in one line if it still fails."""
+        try:
+            return _tried_again(write)
+        except OperationalError as error:
+            raise StoreError(schema.why_unusable(self.url, error)) from None
+
+
+def _tried_again(write: Callable[[], T]) -> T:
+    """write(), tried again after each of WRITE_WAITS_S while it fails with OperationalError
+    (locked, busy, gone); the last failure is raised."""
+    for wait_s in WRITE_WAITS_S:
+        try:
+            return write()
+        except OperationalError:
+            time.sleep(wait_s)
+    return write()
 
 
 @dataclasses.dataclass(frozen=True)
