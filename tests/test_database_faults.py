@@ -152,8 +152,8 @@ def test_a_write_that_fails_once_is_tried_again(writer, monkeypatch):
 
 
 def test_a_sweeps_own_writes_are_tried_again_then_said_in_one_line(writer, monkeypatch):
-    """Opening and finishing a sweep wait out a lock as a trial's write does (CI's loaded host
-    once held one past SQLite's busy timeout, and the sweep ended in a traceback)."""
+    """Opening and finishing a sweep wait out a lock as a trial's write does (in CI, a sweep
+    ended in a traceback: "database is locked"); then fail in one line."""
     url, other = writer
     monkeypatch.setattr(schema, "BUSY_TIMEOUT_S", 0.1)
     monkeypatch.setattr(store, "WRITE_WAITS_S", (1.0, 1.0))

@@ -124,7 +124,7 @@ class Store:
         now = datetime.datetime.now(datetime.UTC)
         result = dataclasses.replace(result, created_at=result.created_at or now.isoformat())
         try:
-            return _tried_again(lambda: self._insert(result, sweep_id, repeat))
+            return tried_again(lambda: self._insert(result, sweep_id, repeat))
         except OperationalError as error:
             kept = spool.save(self.url, result, sweep_id, repeat)
             raise StoreError(
@@ -364,17 +364,20 @@ class Store:
         self._retried(write)
 
     def _retried(self, write: Callable[[], T]) -> T:
-        """A sweep's own write, tried again as a trial's is (another process may hold SQLite's
-        lock past its busy timeout on a loaded host); StoreError in one line if it still fails."""
+        """A sweep's own write, tried again as a trial's is: it reads, then writes, and another
+        writer (the heartbeat, another process) may commit in between (see tried_again);
+        StoreError in one line if it still fails."""
         try:
-            return _tried_again(write)
+            return tried_again(write)
         except OperationalError as error:
-            raise StoreError(schema.why_unusable(self.url, error)) from None
+            raise schema.why_unusable(self.url, error) from None
 
 
-def _tried_again(write: Callable[[], T]) -> T:
+def tried_again(write: Callable[[], T]) -> T:
     """write(), tried again after each of WRITE_WAITS_S while it fails with OperationalError
-    (locked, busy, gone); the last failure is raised."""
+    (locked, busy, gone); the last failure is raised. In WAL, a transaction that read before
+    another writer committed fails its write at once ("database is locked", no busy wait):
+    only a new transaction, with a new snapshot, can succeed."""
     for wait_s in WRITE_WAITS_S:
         try:
             return write()
