@@ -200,9 +200,8 @@ def _nvml() -> Iterator[Any]:
 
 
 def format_bytes(n: int) -> str:
-    """A size as a budget is written: 24GiB, 1.5GiB, 512MiB; 61.04MiB for 64MB (two decimals at
-    most: :g wrote 61.0352MiB)."""
+    """A size as a budget is written: 24GiB, 1.5GiB, 512MiB."""
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
-            return f"{round(n / size, 2):g}{unit}"
+            return f"{n / size:g}{unit}"
     return f"{n}B"

@@ -206,9 +206,9 @@ def measure(
     """Build the trial's workload, warm it up and time it. Raises OutOfMemory as the step does.
     With beat_samples_per_s, timing stops as soon as this spec clearly cannot reach that rate.
     on_phase(name) is told each phase as it begins: building, compiling or first step, warm-up,
-    timing. memory_snapshot: torch's memory snapshot of the build, first step and warm-up (of
-    an OOM there, up to it) is written there; recording stops before timing, which it would
-    slow."""
+    timing (a compiled CPU trial: compiling again after warm-up, outside the memory count).
+    memory_snapshot: torch's memory snapshot of the build, first step and warm-up (of an OOM
+    there, up to it) is written there; recording stops before timing, which it would slow."""
     device = torch.device(spec.device.value)
     memory: DeviceMemory = CudaMemory(device) if spec.device is Device.cuda else CpuMemory()
     marks = StepMarks(memory)
@@ -248,7 +248,8 @@ def measure(
         if spec.compile and spec.device is Device.cpu:
             # CPU memory is counted by a dispatch mode, under which dynamo runs the model
             # eagerly: it compiles at the first step outside it, which belongs to compiling,
-            # not to timing (there it took a 2-core trial's time budget in one step)
+            # not to timing (there it took a 2-core trial's time budget in one step); the
+            # compiled graph's first run then gets a warm-up step, as on the GPU
             on_phase("compiling")
             train_step(training)  # (unmarked: its memory is not counted, its phases not kept)
             first_step_s += clock.lap()

@@ -164,7 +164,8 @@ def memory_bar(memory: Memory, device_memory: int | None, of: str = "GPU") -> Te
         said = f"device peak: {gib(memory.device_peak_bytes)} of {gib(device_memory)} {of} memory"
     else:
         said = f"peak: {gib(memory.device_peak_bytes)}; CPU: no device limit"
-    return Text.assemble(*cells, f"\n█ categories (stacked), | {said}")  # (beside it: > 80 columns)
+    legend = f"\n█ categories (stacked), | {said}"  # (its own line: beside the bar, > 80 columns)
+    return Text.assemble(*cells, legend)
 
 
 def _throughput_line(result: TrialResult) -> Text:

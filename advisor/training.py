@@ -87,8 +87,8 @@ def _optimizer(spec: TrialSpec, model: nn.Module) -> torch.optim.Optimizer:
     except (TypeError, ValueError) as error:
         given = ", ".join(f"{k}={v!r}" for k, v in builder.items() if not k.startswith("_"))
         raise WorkloadError(
-            f"optimizer {spec.optimizer.name} refused its arguments ({given}): "
-            f"{workloads.error_line(error)}; set them as optimizer.NAME=VALUE"
+            f"optimizer {spec.optimizer.name} ({given}) raised {workloads.error_line(error)}; "
+            "its arguments are set as optimizer.NAME=VALUE"
         ) from None
     return optimizer
 

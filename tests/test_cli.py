@@ -153,7 +153,7 @@ def _bytes(tensors):
         (["model=tiny_mlp", "memory_cap=1"], "advisor: memory_cap is in bytes, from 1048576"),
         (
             ["model=tiny_mlp", "device=cpu", "optimizer.lr=abc"],
-            "advisor: optimizer adamw refused its arguments (foreach=True, lr='abc', weight_decay",
+            "advisor: optimizer adamw (foreach=True, lr='abc', weight_decay=0.01) raised TypeError",
         ),
         (
             ["model=tiny_mlp", "device=cpu", "plot=/no/such/folder/breakdown.png"],

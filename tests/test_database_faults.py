@@ -161,9 +161,9 @@ def test_a_sweeps_own_writes_are_tried_again_then_said_in_one_line(writer, monke
     other.lock()
     threading.Timer(0.5, other.release).start()
     opened = results.open_sweep(Sweep("k", "tiny_mlp", "12MiB", 12 * 2**20, 0.05, None))
+    assert opened.id is not None
     other.lock()
     threading.Timer(0.5, other.release).start()
-    assert opened.id is not None
     results.finish_sweep(opened.id, "patience")
     assert [s.stop_reason for s, _ in Store(url).sweeps()] == ["patience"]
     monkeypatch.setattr(store, "WRITE_WAITS_S", (0.0, 0.0))

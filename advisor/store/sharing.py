@@ -20,7 +20,7 @@ from sqlalchemy.orm import sessionmaker
 
 from advisor.result import TrialResult
 from advisor.store import schema
-from advisor.store.store import Store, tried_again
+from advisor.store.store import Store
 from advisor.store.tables import SweepClaimRow
 
 HEARTBEAT_S = 10.0  # how often a process says its claims are alive
@@ -109,23 +109,21 @@ class SharedSweep:
     def take(self, key: str) -> bool:
         """Claim a key (a spec's hash) for this process; False while another process that is
         alive holds it."""
+        now = _now()
         try:
-            return tried_again(lambda: self._take(key, _now()))
+            with self._session.begin() as session:
+                row = session.get(SweepClaimRow, (self.sweep_id, key))
+                if row is not None and row.owner != self.owner and self._alive(row, now):
+                    return False
+                if row is not None:
+                    session.delete(row)
+                    session.flush()
+                session.add(SweepClaimRow(sweep_id=self.sweep_id, key=key, owner=self.owner,
+                                          heartbeat_at=now))  # fmt: skip
         except IntegrityError:  # another process claimed it between the read and the write
             return False
         except OperationalError as error:
             raise schema.why_unusable(self.store.url, error) from None
-
-    def _take(self, key: str, now: datetime.datetime) -> bool:
-        with self._session.begin() as session:
-            row = session.get(SweepClaimRow, (self.sweep_id, key))
-            if row is not None and row.owner != self.owner and self._alive(row, now):
-                return False
-            if row is not None:
-                session.delete(row)
-                session.flush()
-            session.add(SweepClaimRow(sweep_id=self.sweep_id, key=key, owner=self.owner,
-                                      heartbeat_at=now))  # fmt: skip
         return True
 
     def _clear_dead_presence(self) -> None:

@@ -29,7 +29,7 @@ from advisor.store.read_cache import TRIALS_READ
 from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
 
 WRITE_WAITS_S = (1.0, 3.0)  # a write that fails is tried again after these
-T = TypeVar("T")
+_T = TypeVar("_T")
 URL_VARIABLE = "ADVISOR_DB_URL"
 STUDY_URL_VARIABLE = "ADVISOR_STUDY_DB_URL"
 
@@ -85,6 +85,10 @@ class Store:
         except (SQLAlchemyError, OSError) as error:
             raise schema.why_unusable(self.url, error) from None
         self._session = sessionmaker(self.engine, expire_on_commit=False)
+        # a write that reads first begins IMMEDIATE on SQLite: in WAL, a transaction that read
+        # before another writer committed fails its write at once ("database is locked")
+        immediate = self.engine.execution_options(begin="IMMEDIATE")
+        self._reading_then_writing = sessionmaker(immediate, expire_on_commit=False)
         self._environment: dict[int, Environment] = {}
         self._lock = threading.Lock()  # (the dashboard reads in several threads)
         self.unspooled = 0 if read_only else self._store_spooled()
@@ -124,7 +128,7 @@ class Store:
         now = datetime.datetime.now(datetime.UTC)
         result = dataclasses.replace(result, created_at=result.created_at or now.isoformat())
         try:
-            return tried_again(lambda: self._insert(result, sweep_id, repeat))
+            return _tried_again(lambda: self._insert(result, sweep_id, repeat))
         except OperationalError as error:
             kept = spool.save(self.url, result, sweep_id, repeat)
             raise StoreError(
@@ -303,7 +307,7 @@ class Store:
     def _open_sweep(self, sweep: Sweep) -> Sweep:
         query = select(SweepRow).where(SweepRow.key == sweep.key)
         try:
-            with self._session.begin() as session:
+            with self._reading_then_writing.begin() as session:
                 row = session.scalar(query)
                 if row is None:
                     values = {k: v for k, v in dataclasses.asdict(sweep).items() if k != "id"}
@@ -356,28 +360,25 @@ class Store:
 
     def finish_sweep(self, sweep_id: int, stop_reason: str) -> None:
         def write() -> None:
-            with self._session.begin() as session:
+            with self._reading_then_writing.begin() as session:
                 row = session.get(SweepRow, sweep_id)
                 assert row is not None
                 row.stop_reason = stop_reason
 
         self._retried(write)
 
-    def _retried(self, write: Callable[[], T]) -> T:
-        """A sweep's own write, tried again as a trial's is: it reads, then writes, and another
-        writer (the heartbeat, another process) may commit in between (see tried_again);
-        StoreError in one line if it still fails."""
+    def _retried(self, write: Callable[[], _T]) -> _T:
+        """A sweep's own write, tried again as a trial's is (another writer may hold the lock
+        past the busy timeout); StoreError in one line if it still fails."""
         try:
-            return tried_again(write)
+            return _tried_again(write)
         except OperationalError as error:
             raise schema.why_unusable(self.url, error) from None
 
 
-def tried_again(write: Callable[[], T]) -> T:
+def _tried_again(write: Callable[[], _T]) -> _T:
     """write(), tried again after each of WRITE_WAITS_S while it fails with OperationalError
-    (locked, busy, gone); the last failure is raised. In WAL, a transaction that read before
-    another writer committed fails its write at once ("database is locked", no busy wait):
-    only a new transaction, with a new snapshot, can succeed."""
+    (locked, busy, gone); the last failure is raised."""
     for wait_s in WRITE_WAITS_S:
         try:
             return write()
