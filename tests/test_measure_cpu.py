@@ -151,7 +151,9 @@ def test_timing_stops_once_the_rate_is_known_or_cannot_beat_the_best():
     strict = MeasureConfig(min_timed_steps=10, max_timed_steps=500, max_timed_s=20.0,
                            target_precision=0.0)  # fmt: skip
     times, stopped = time_steps(training, strict, beat_samples_per_s=1e12)
-    assert stopped is TimingStop.cut and len(times) == CUT_AFTER_STEPS
+    # (at the earliest after CUT_AFTER_STEPS; a step slowed by the host widens the interval
+    # past the median, and the cut waits until it narrows: once 8 steps on a loaded CI host)
+    assert stopped is TimingStop.cut and CUT_AFTER_STEPS <= len(times) <= 25
     times, stopped = time_steps(training, dataclasses.replace(strict, max_timed_steps=7))
     assert stopped is TimingStop.steps and len(times) == 7
 
