@@ -17,6 +17,7 @@ from test_cli import advisor, trial_count
 
 from advisor.errors import StoreError
 from advisor.store import schema, spool, store
+from advisor.store.sharing import SharedSweep
 from advisor.store.store import Store, Sweep
 
 RUN = ["run", "model=tiny_mlp", "batch_size=4", "device=cpu", *FAST_OVERRIDES]
@@ -152,8 +153,9 @@ def test_a_write_that_fails_once_is_tried_again(writer, monkeypatch):
 
 
 def test_a_sweeps_own_writes_are_tried_again_then_said_in_one_line(writer, monkeypatch):
-    """Opening and finishing a sweep wait out a lock as a trial's write does (in CI, a sweep
-    ended in a traceback: "database is locked"); then fail in one line."""
+    """Opening and finishing a sweep, and claiming a spec, wait out a lock as a trial's write
+    does (in CI, a sweep ended in a traceback: "database is locked"); then fail in one line
+    that says how long they waited."""
     url, other = writer
     monkeypatch.setattr(schema, "BUSY_TIMEOUT_S", 0.1)
     monkeypatch.setattr(store, "WRITE_WAITS_S", (1.0, 1.0))
@@ -166,11 +168,19 @@ def test_a_sweeps_own_writes_are_tried_again_then_said_in_one_line(writer, monke
     threading.Timer(0.5, other.release).start()
     results.finish_sweep(opened.id, "patience")
     assert [s.stop_reason for s, _ in Store(url).sweeps()] == ["patience"]
-    monkeypatch.setattr(store, "WRITE_WAITS_S", (0.0, 0.0))
+    others, another = SharedSweep(results, opened.id), SharedSweep(results, opened.id)
     other.lock()
-    with pytest.raises(StoreError, match="is locked by another writer"):
+    threading.Timer(0.5, other.release).start()
+    assert others.take("a-spec") and not another.take("a-spec")
+    another.close()
+    monkeypatch.setattr(store, "WRITE_WAITS_S", (0.0, 0.2))
+    other.lock()
+    with pytest.raises(StoreError, match=r"is locked by another writer \(waited 0.5 s\)"):
         results.finish_sweep(opened.id, "trials")
+    with pytest.raises(StoreError, match=r"is locked by another writer \(waited 0.5 s\)"):
+        others.take("another-spec")
     other.release()
+    others.close()
 
 
 def test_a_damaged_spool_file_is_set_aside_and_the_rest_is_stored(db_url, caplog):

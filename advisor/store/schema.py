@@ -168,12 +168,13 @@ def _current(connection: Connection, script: ScriptDirectory) -> str | None:
     return heads[0] if heads else None
 
 
-def why_unusable(url: str, error: BaseException) -> StoreError:
-    """The one line for a database that cannot be opened or written, by what the driver said."""
+def why_unusable(url: str, error: BaseException, waited_s: float = BUSY_TIMEOUT_S) -> StoreError:
+    """The one line for a database that cannot be opened or written, by what the driver said;
+    `waited_s`: how long a SQLite writer waited for the lock in all (its retries included)."""
     said = first_line(error)
     lowered = said.lower()
     if "locked" in lowered or "could not obtain lock" in lowered:
-        waited = f" (waited {BUSY_TIMEOUT_S:g} s)" if url.startswith("sqlite") else ""
+        waited = f" (waited {waited_s:g} s)" if url.startswith("sqlite") else ""
         what = f"is locked by another writer{waited}"
         todo = "wait for it to finish, or give another db_url=..."
     elif "not a database" in lowered or "malformed" in lowered:

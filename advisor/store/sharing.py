@@ -70,9 +70,8 @@ class SharedSweep:
         self.host = this_host()
         token = secrets.token_hex(8)
         self.owner = f"{self.host}:{os.getpid()}:{token}"
-        # writes on SQLite begin IMMEDIATE, so that reading a claim and writing one are one step
-        engine = store.engine.execution_options(begin="IMMEDIATE")
-        self._session = sessionmaker(engine, expire_on_commit=False)
+        # writes begin IMMEDIATE on SQLite, so that reading a claim and writing one are one step
+        self._session = store.reading_then_writing
         self._read = sessionmaker(store.engine)
         self._seen: set[int] = set()  # trial ids already handed out by news()
         self._stop = threading.Event()
@@ -108,7 +107,11 @@ class SharedSweep:
 
     def take(self, key: str) -> bool:
         """Claim a key (a spec's hash) for this process; False while another process that is
-        alive holds it."""
+        alive holds it. A lock held past the busy timeout is waited out as a trial's write
+        waits; StoreError in one line if it still fails."""
+        return self.store.retried(lambda: self._take(key))
+
+    def _take(self, key: str) -> bool:
         now = _now()
         try:
             with self._session.begin() as session:
@@ -122,8 +125,6 @@ class SharedSweep:
                                           heartbeat_at=now))  # fmt: skip
         except IntegrityError:  # another process claimed it between the read and the write
             return False
-        except OperationalError as error:
-            raise schema.why_unusable(self.store.url, error) from None
         return True
 
     def _clear_dead_presence(self) -> None:

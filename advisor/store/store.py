@@ -88,7 +88,7 @@ class Store:
         # a write that reads first begins IMMEDIATE on SQLite: in WAL, a transaction that read
         # before another writer committed fails its write at once ("database is locked")
         immediate = self.engine.execution_options(begin="IMMEDIATE")
-        self._reading_then_writing = sessionmaker(immediate, expire_on_commit=False)
+        self.reading_then_writing = sessionmaker(immediate, expire_on_commit=False)
         self._environment: dict[int, Environment] = {}
         self._lock = threading.Lock()  # (the dashboard reads in several threads)
         self.unspooled = 0 if read_only else self._store_spooled()
@@ -131,9 +131,10 @@ class Store:
             return _tried_again(lambda: self._insert(result, sweep_id, repeat))
         except OperationalError as error:
             kept = spool.save(self.url, result, sweep_id, repeat)
+            why = schema.why_unusable(self.url, error, _retried_wait_s())
             raise StoreError(
-                f"{schema.why_unusable(self.url, error)}; the trial is kept in {kept} "
-                "and stored the next time advisor opens this database"
+                f"{why}; the trial is kept in {kept} and stored the next time advisor opens "
+                "this database"
             ) from None
 
     def _insert(
@@ -302,12 +303,12 @@ class Store:
     def open_sweep(self, sweep: Sweep) -> Sweep:
         """The stored sweep with this key (to resume it, or to join it where another process
         runs it), or this one, stored anew."""
-        return self._retried(lambda: self._open_sweep(sweep))
+        return self.retried(lambda: self._open_sweep(sweep))
 
     def _open_sweep(self, sweep: Sweep) -> Sweep:
         query = select(SweepRow).where(SweepRow.key == sweep.key)
         try:
-            with self._reading_then_writing.begin() as session:
+            with self.reading_then_writing.begin() as session:
                 row = session.scalar(query)
                 if row is None:
                     values = {k: v for k, v in dataclasses.asdict(sweep).items() if k != "id"}
@@ -360,20 +361,26 @@ class Store:
 
     def finish_sweep(self, sweep_id: int, stop_reason: str) -> None:
         def write() -> None:
-            with self._reading_then_writing.begin() as session:
+            with self.reading_then_writing.begin() as session:
                 row = session.get(SweepRow, sweep_id)
                 assert row is not None
                 row.stop_reason = stop_reason
 
-        self._retried(write)
+        self.retried(write)
 
-    def _retried(self, write: Callable[[], _T]) -> _T:
-        """A sweep's own write, tried again as a trial's is (another writer may hold the lock
-        past the busy timeout); StoreError in one line if it still fails."""
+    def retried(self, write: Callable[[], _T]) -> _T:
+        """A sweep's own write (its claims too), tried again as a trial's is: another writer
+        may hold the lock past the busy timeout; StoreError in one line if it still fails."""
         try:
             return _tried_again(write)
         except OperationalError as error:
-            raise schema.why_unusable(self.url, error) from None
+            raise schema.why_unusable(self.url, error, _retried_wait_s()) from None
+
+
+def _retried_wait_s() -> float:
+    """How long a write tried again waits for SQLite's lock in all: each try's busy timeout,
+    and the waits between."""
+    return schema.BUSY_TIMEOUT_S * (len(WRITE_WAITS_S) + 1) + sum(WRITE_WAITS_S)
 
 
 def _tried_again(write: Callable[[], _T]) -> _T:
