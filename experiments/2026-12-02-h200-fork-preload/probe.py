@@ -3,9 +3,11 @@ forks a trial that uses CUDA? Every trial imports torch._dynamo while building i
 module built under `with torch.device(...)` imports it), about 800 modules.
 
 python3 probe.py preload   # the parent imports torch._dynamo, then forks a CUDA child
-python3 probe.py control   # the parent asks torch for the device count first (starts CUDA's
-                           # driver), then forks: the child's CUDA must fail, or the probe
-                           # could not tell
+python3 probe.py control   # the parent asks torch for the device count first, then forks
+                           # (on the H200 hosts torch counts through NVML: CUDA not started)
+python3 probe.py transformers  # as preload, and the parent imports transformers' gpt2 too
+python3 probe.py started   # the parent starts CUDA (a tensor on the GPU), then forks: the
+                           # child's CUDA must fail, or the probe could not tell
 
 Prints one JSON line: the parent's import time, whether torch had started CUDA in the parent,
 and the child's exit code and what it said.
@@ -28,7 +30,15 @@ def child() -> None:
         y = (x @ x).sum().item()
         compiled = torch.compile(lambda t: torch.nn.functional.gelu(t) * 2)
         z = compiled(x).sum().item()
-        print(json.dumps({"child": "ok", "matmul_sum": y, "compiled_sum": z}), flush=True)
+        start = time.perf_counter()  # what a gpt2 trial's builder does first, in every mode
+        from transformers import AutoModelForCausalLM, GPT2Config
+
+        gpt2 = AutoModelForCausalLM.from_config(GPT2Config(n_layer=2, use_cache=False)).cuda()
+        loss = gpt2(input_ids=torch.zeros(2, 16, dtype=torch.long, device="cuda"),
+                    labels=torch.zeros(2, 16, dtype=torch.long, device="cuda")).loss.item()  # fmt: skip
+        built_s = round(time.perf_counter() - start, 2)
+        print(json.dumps({"child": "ok", "matmul_sum": y, "compiled_sum": z, "gpt2_loss": loss,
+                          "gpt2_import_and_build_s": built_s}), flush=True)  # fmt: skip
         os._exit(0)
     except Exception as error:  # the answer is what it said
         print(json.dumps({"child": "failed", "error": f"{type(error).__name__}: {error}"[:300]}),
@@ -38,11 +48,16 @@ def child() -> None:
 
 def main(mode: str) -> None:
     start = time.perf_counter()
-    if mode == "preload":  # (importlib: an import statement here would make torch local)
-        importlib.import_module("torch._dynamo")
+    if mode in ("preload", "transformers"):  # (importlib: an import statement would make
+        importlib.import_module("torch._dynamo")  # torch a local name)
         importlib.import_module("advisor.catalog")
-    else:
+        if mode == "transformers":
+            importlib.import_module("transformers.models.gpt2.modeling_gpt2")
+    elif mode == "control":
         torch.cuda.device_count()
+    else:
+        assert mode == "started", mode
+        torch.zeros(1, device="cuda")
     imported_s = time.perf_counter() - start
     parent = {"mode": mode, "import_s": round(imported_s, 2),
               "cuda_initialized_in_parent": torch.cuda.is_initialized(),
