@@ -57,15 +57,18 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       advisor run model=gpt2 batch_size=8 precision=bf16 checkpointing=blocks
       advisor run model=resnet50 batch_size=2 device=cpu plot=breakdown.png
     \b
-    Knobs: model=resnet50|vit_b_16|gpt2|bert|convnext_tiny|tiny_* (bundled workloads) or
-      workload=path/to/file.py:function (your own; it runs your code), batch_size=N
-      grad_accum=N checkpointing=none|blocks precision=default|fp32|tf32|bf16|fp16
-      optimizer=sgd|sgd_momentum|adam|adamw|adamw_fused channels_last=true|false
-      compile=true|false expandable_segments=true|false device=auto|cuda|cpu
-      memory_cap=BYTES timeout_s=S db_url=URL plot=FILE.png memory_snapshot=FILE.pickle
-      (torch's memory snapshot of the build and warm-up, for pytorch.org/memory_viz; CUDA)
-    Exit status: 0 when measured (an OOM is a measurement), 1 if the trial crashed or timed out
-      (or the database cannot be opened), 2 for a setting or workload to fix (nothing stored).
+    Knobs: model=resnet50|vit_b_16|gpt2|bert|convnext_tiny|tiny_* (bundled)
+      or workload=path/to/file.py:function (your own; it runs your code)
+      batch_size=N grad_accum=N checkpointing=none|blocks
+      precision=default|fp32|tf32|bf16|fp16 channels_last=true|false
+      optimizer=sgd|sgd_momentum|adam|adamw|adamw_fused compile=true|false
+      expandable_segments=true|false device=auto|cuda|cpu memory_cap=BYTES
+      timeout_s=S db_url=URL plot=FILE.png memory_snapshot=FILE.pickle
+      (torch's memory snapshot of the build and warm-up, for
+      pytorch.org/memory_viz; CUDA only)
+    Exit status: 0 when measured (an OOM is a measurement), 1 if the trial
+      crashed or timed out (or the database cannot be opened), 2 for a setting
+      or workload to fix (nothing stored).
     """
     from advisor import app as app_layer  # (torch: only the verbs that measure import it)
 
@@ -102,18 +105,20 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       advisor sweep model=resnet50 gpu=a100_40gb effective_batch_size=256
       advisor sweep model=gpt2 gpu.memory=40GiB trials=20 space.precision=[bf16]
     \b
-    Target: gpu=auto (the local GPU), gpu=PROFILE (conf/gpu), or gpu.memory=SIZE; margin=0.05
-      keeps that fraction free. Budget: minutes=7 (the answer is due by then: no trial
-      starts that would end later; minutes=null for none), trials=N (measured specs),
-      patience=N; it also stops once no setting left is predicted 2% faster than the best.
-      workers=auto runs one trial at a time on each visible GPU (workers=N: the first N;
-      on the CPU, N trials at once share the cores).
+    Target: gpu=auto (the local GPU), gpu=PROFILE (conf/gpu) or gpu.memory=SIZE;
+      margin=0.05 keeps that fraction free.
+    Budget: minutes=7 (the answer is due by then: no trial starts that would end
+      later; minutes=null for none), trials=N (measured specs), patience=N; it
+      also stops once no setting left is predicted 2% faster than the best.
+      workers=auto runs one trial at a time on each visible GPU (workers=N: the
+      first N; on the CPU, N trials at once share the cores).
     Space: space.batch_sizes=[...] space.grad_accum=[...] space.precision=[...]
-      space.checkpointing=[...] space.optimizers=[...] (default: implementations of optimizer=)
-      space.channels_last=[...] space.compile=[...] space.expandable_segments=[...]
-    Running the same command again resumes an interrupted sweep (or, while it runs elsewhere on
-      the same database, joins it). The plot goes beside a SQLite database (plots/) unless
-      plot=FILE.png names it.
+      space.checkpointing=[...] space.channels_last=[...] space.compile=[...]
+      space.expandable_segments=[...] space.optimizers=[...] (default: the
+      implementations of optimizer=)
+    Running the same command again resumes an interrupted sweep (or, while it
+      runs elsewhere on the same database, joins it). The plot goes beside a
+      SQLite database (plots/) unless plot=FILE.png names it.
     """
     given = overrides or []
     from advisor import app as app_layer
@@ -179,8 +184,8 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
     Examples:
       advisor recommend model=resnet50 gpu=a100_40gb effective_batch_size=256
       advisor recommend workload=my_model.py:workload gpu.memory=24GiB --json
-    Throughput comes from whatever GPU measured it (the output says which); whether a setting
-    fits transfers between GPUs with the same torch version.
+    Throughput comes from whatever GPU measured it (the output says which);
+    whether a setting fits transfers between GPUs with the same torch version.
     """
     from advisor import app as app_layer
 
@@ -200,11 +205,12 @@ def estimate_command(overrides: Overrides = None, as_json: JsonFlag = False) -> 
     \b
     Examples:
       advisor estimate model=gpt2 batch_size=16 precision=bf16 gpu=rtx4090
-      advisor estimate workload=my_model.py:workload batch_size=32 gpu.memory=24GiB
-      advisor estimate model=resnet50 batch_size=256 checkpointing=blocks gpu.memory=24GiB --json
-    Runs one training step on fake tensors (nothing is allocated), emulating what the GPU runs
-    (CUDA autocast, fused attention); calibrates on measured history of the same workload.
-    Takes every knob of advisor run; gpu= names the target (default: the local GPU).
+      advisor estimate workload=my_model.py:workload batch_size=8 gpu.memory=24GiB
+      advisor estimate model=resnet50 batch_size=256 checkpointing=blocks --json
+    Runs one training step on fake tensors (nothing is allocated), emulating
+    what the GPU runs (CUDA autocast, fused attention); calibrates on measured
+    history of the same workload. Takes every knob of advisor run; gpu= names
+    the target (default: the local GPU).
     """
     with err.status("estimating on fake tensors"):
         from advisor import app as app_layer
@@ -221,10 +227,11 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
     """List stored trials, newest first.
 
     \b
-    Filters, KEY=VALUE: model=NAME workload=FILE.py:FUNCTION (the end of its source)
-      status=ok|oom|crashed|timeout gpu=TEXT (part of the device's name) torch=VERSION (2.11:
-      any 2.11.x) since=DATE until=DATE (ISO, UTC: 2026-12-01 or 2026-12-01T14:00)
-      sweep=ID hash=SPEC_HASH limit=N (default 20, 0 for all) db_url=URL
+    Filters, KEY=VALUE: model=NAME workload=FILE.py:FUNCTION (its source's end)
+      status=ok|oom|crashed|timeout gpu=TEXT (part of the device's name)
+      torch=VERSION (2.11: any 2.11.x) since=DATE until=DATE (ISO, UTC:
+      2026-12-01 or 2026-12-01T14:00) sweep=ID hash=SPEC_HASH
+      limit=N (default 20, 0 for all) db_url=URL
     Examples:
       advisor history
       advisor history model=resnet50 status=ok gpu=h200 since=2026-12-01 --json
@@ -245,8 +252,8 @@ def export(filters: Overrides = None) -> None:
     same columns, typed, for pandas and the like; pip install 'advisor[parquet]').
 
     \b
-    Filters as advisor history's (model=, gpu=, since=, sweep=, ...); all that match, unless
-    limit=N.
+    Filters as advisor history's (model=, gpu=, since=, sweep=, ...); all that
+    match, unless limit=N.
       advisor export out=h200.json gpu=h200
     """
     outs = [item for item in filters or [] if item.startswith("out=")]

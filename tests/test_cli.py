@@ -15,6 +15,8 @@ import torchvision
 from conftest import FAST_OVERRIDES
 from sqlalchemy import create_engine, inspect
 
+from advisor import cli
+
 # The console script installed beside this Python (pip install -e .).
 ADVISOR = shutil.which("advisor", path=str(Path(sys.executable).parent))
 
@@ -197,3 +199,17 @@ def test_help_says_what_and_shows_an_example():
     for verb in ("run", "history"):
         help_text = advisor(verb, "--help").stdout
         assert "Examples:" in help_text and f"advisor {verb}" in help_text
+
+
+def test_every_help_fits_an_80_column_terminal():
+    """Its lists of knobs are printed as written (click's \\b): they once ran to 95 columns."""
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    verbs = list(get_command(cli.app).commands)  # type: ignore[attr-defined]
+    assert len(verbs) >= 10
+    for verb in verbs:
+        shown = CliRunner().invoke(cli.app, [verb, "--help"], env={"COLUMNS": "80"})
+        assert shown.exit_code == 0 and f"advisor {verb}" in shown.output
+        too_long = [line for line in shown.output.splitlines() if len(line) > 80]
+        assert too_long == [], verb
