@@ -138,7 +138,12 @@ def _compared(results: Sequence[TrialResult]) -> list[tuple[str, list[str]]]:
 
 
 def _environment_field(name: str) -> Callable[[TrialResult], object]:
-    return lambda r: getattr(r.environment, name) if r.environment else None
+    def field(r: TrialResult) -> object:
+        if r.environment is None or (name == "cuda" and not r.environment.driver):
+            return None  # a trial on the CPU: torch's build names a CUDA that ran nothing
+        return getattr(r.environment, name)
+
+    return field
 
 
 def sweeps_table(sweeps: Sequence[tuple[Sweep, int]]) -> Table:

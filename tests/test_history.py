@@ -9,9 +9,12 @@ import json
 
 import pytest
 from fake_backend import ENVIRONMENT, fake_result
+from rich.console import Console
 from test_cli import advisor
 
 from advisor.config import load, trial_spec
+from advisor.history_view import compare_table
+from advisor.result import Environment
 from advisor.store.store import Store, Sweep, TrialFilter
 
 UTC = datetime.UTC
@@ -155,6 +158,20 @@ def test_compare_marks_what_differs(db_url):
     assert one.stderr.endswith(
         f"compare takes two trial ids or more (advisor history lists them); got {ids[1]}\n"
     )
+
+
+def test_compare_names_no_cuda_for_a_trial_on_the_cpu():
+    """torch's CUDA build once showed as "cuda 13.0" beside a trial that ran on the CPU."""
+    spec = trial_spec(load(["model=tiny_mlp", "device=cpu"]))
+    on_gpu = Environment("NVIDIA H200", 2**37, "580.1", "13.0", "2.11.0", "0.1.0", "3.12", "h")
+    on_cpu = dataclasses.replace(on_gpu, device_name="AMD EPYC", device_memory_bytes=None,
+                                 driver=None)  # fmt: skip
+    trials = [dataclasses.replace(fake_result(spec), id=i, environment=env)
+              for i, env in enumerate([on_gpu, on_cpu])]  # fmt: skip
+    console = Console(width=200, record=True)
+    console.print(compare_table(trials))
+    [cuda] = [line for line in console.export_text().splitlines() if " cuda " in line]
+    assert [cell.strip() for cell in cuda.split("│")][-3:-1] == ["13.0", "-"]
 
 
 def test_export_then_import_merges_each_trial_once(db_url, tmp_path):
