@@ -21,13 +21,15 @@ if TYPE_CHECKING:  # (a sweep as the store gives it; these tables need no databa
 
 
 WIDE = 110  # columns a terminal needs for the history table to show each trial's device and code
+SETTING_WIDTH = len("expandable_segments")  # the setting's longest word, kept whole
 
 
 def history_table(results: Sequence[TrialResult], width: int = WIDE) -> Table:
     """The trials, one row each. On a terminal narrower than WIDE (80 columns, or output piped
     to a file) the device and code columns are left out, so the setting keeps room to read."""
     wide = width >= WIDE
-    table = Table(title="stored trials, newest first", title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title="stored trials, newest first", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)  # fmt: skip
     columns = ["id", "when (UTC)", "setting", "status", "samples/s", "device peak"]
     columns += ["device", "code"] if wide else []
     for column in columns:
@@ -35,6 +37,9 @@ def history_table(results: Sequence[TrialResult], width: int = WIDE) -> Table:
             column,
             justify="right" if column in ("id", "samples/s") else "left",
             no_wrap=column != "setting",  # the setting wraps at its commas; the rest stay whole
+            # a word longer than the column (expandable_segments at 80 columns) folds, whole
+            overflow="fold" if column == "setting" else "ellipsis",
+            min_width=SETTING_WIDTH if column == "setting" else None,
         )
     for r in results:
         t, m, env = r.throughput, r.memory, r.environment

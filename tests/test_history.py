@@ -123,6 +123,16 @@ def test_the_history_table_reads_at_80_columns(db_url):
         assert ("NVIDIA H200" in text) == (width >= WIDE)
         assert (f"device and code: on a terminal {WIDE} columns wide" in text) == (width < WIDE)
         assert "≤" not in text  # no rate is a cut's bound: nothing to explain
+    # every knob set: the longest setting, whose words once ended in "expandable_segme…"
+    knobs = ["model=resnet50", "device=cpu", "batch_size=64", "grad_accum=4", "precision=bf16",
+             "optimizer=adamw_fused", "checkpointing=blocks", "channels_last=true",
+             "compile=true", "expandable_segments=true"]  # fmt: skip
+    busiest = dataclasses.replace(results[0], spec=trial_spec(load(knobs)))
+    console = Console(width=80, record=True)
+    console.print(history_table([busiest], console.width))
+    text = console.export_text()
+    assert "…" not in text and "device peak" in text
+    assert "expandable_segments" in text and "adamw_fused" in text
     t = results[0].throughput
     cut = dataclasses.replace(results[0], throughput=dataclasses.replace(t, stopped=TimingStop.cut))
     console = Console(width=WIDE, record=True)
