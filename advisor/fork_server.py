@@ -1,8 +1,9 @@
 """The fork server: each trial a process forked from one that has imported torch once.
 
 A trial's process used to import torch for itself, 2-3 s of every trial. The server (python -m
-advisor.fork_server ANSWERS_FD) imports advisor.worker, torch, torch._dynamo and the built-in
-workloads (advisor.catalog) once; it never starts CUDA, and forks a process per trial, which
+advisor.fork_server ANSWERS_FD) imports advisor.worker, torch, torch._dynamo, the built-in
+workloads (advisor.catalog) and the model code of the libraries the workload uses (transformers,
+torchvision) once; it never starts CUDA, and forks a process per trial, which
 still has a process of its own (its CUDA state, a crash or a leak end with it) and starts in
 milliseconds.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import os
 import selectors
 import signal
@@ -34,6 +36,16 @@ from pathlib import Path
 
 PRELOAD = sys.platform.startswith("linux")  # import torch before forking (see above)
 RUNNER_PID = "ADVISOR_RUNNER_PID"  # set by the runner: the process the server must not outlive
+# set by the runner: the model libraries the trials' workload uses, comma-separated; the server
+# imports each one's model code before it forks, as it imports torch's
+LIBRARIES = "ADVISOR_MODEL_LIBRARIES"
+# what a model of each library imports while it is built: transformers' gpt2 imported some
+# 2,100 modules in each trial, 3.3 s of its setup on an H200 host
+# (experiments/2026-12-02-h200-fork-preload)
+LIBRARY_MODULES = {
+    "transformers": "transformers.modeling_utils",
+    "torchvision": "torchvision.models",
+}
 SERVERS_KEPT = 2  # per thread: a sweep alternates two environments (expandable segments or not)
 
 
@@ -186,6 +198,15 @@ def die_with(parent: int) -> None:
         os._exit(1)
 
 
+def _import_model_libraries(names: str) -> None:
+    """The model code of the libraries named (none of it starts CUDA); one not installed is
+    left for the trial to say."""
+    for name in filter(None, names.split(",")):
+        if module := LIBRARY_MODULES.get(name):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module)
+
+
 def main(answers_fd: int) -> None:
     """The server's loop (see the module's docstring)."""
     die_with(int(os.environ.get(RUNNER_PID, os.getppid())))
@@ -200,6 +221,8 @@ def main(answers_fd: int) -> None:
 
         import advisor.catalog  # noqa: F401  (the built-in workloads)
         import advisor.worker  # noqa: F401
+
+        _import_model_libraries(os.environ.get(LIBRARIES, ""))
     server, last = os.getpid(), None
     while line := sys.stdin.readline():
         if last is not None:
