@@ -6,6 +6,8 @@ python3 probe.py preload   # the parent imports torch._dynamo, then forks a CUDA
 python3 probe.py control   # the parent asks torch for the device count first, then forks
                            # (on the H200 hosts torch counts through NVML: CUDA not started)
 python3 probe.py transformers  # as preload, and the parent imports transformers' gpt2 too
+python3 probe.py libraries  # as preload, and the parent imports the server's LIBRARY_MODULES
+                            # (transformers.modeling_utils, torchvision.models)
 python3 probe.py started   # the parent starts CUDA (a tensor on the GPU), then forks: the
                            # child's CUDA must fail, or the probe could not tell
 
@@ -37,8 +39,15 @@ def child() -> None:
         loss = gpt2(input_ids=torch.zeros(2, 16, dtype=torch.long, device="cuda"),
                     labels=torch.zeros(2, 16, dtype=torch.long, device="cuda")).loss.item()  # fmt: skip
         built_s = round(time.perf_counter() - start, 2)
+        start = time.perf_counter()  # and a resnet trial's
+        import torchvision
+
+        resnet = torchvision.models.resnet18().cuda()
+        logits = resnet(torch.randn(2, 3, 64, 64, device="cuda")).sum().item()
+        resnet_s = round(time.perf_counter() - start, 2)
         print(json.dumps({"child": "ok", "matmul_sum": y, "compiled_sum": z, "gpt2_loss": loss,
-                          "gpt2_import_and_build_s": built_s}), flush=True)  # fmt: skip
+                          "gpt2_import_and_build_s": built_s, "resnet_logits": logits,
+                          "resnet_import_and_build_s": resnet_s}), flush=True)  # fmt: skip
         os._exit(0)
     except Exception as error:  # the answer is what it said
         print(json.dumps({"child": "failed", "error": f"{type(error).__name__}: {error}"[:300]}),
@@ -48,11 +57,16 @@ def child() -> None:
 
 def main(mode: str) -> None:
     start = time.perf_counter()
-    if mode in ("preload", "transformers"):  # (importlib: an import statement would make
-        importlib.import_module("torch._dynamo")  # torch a local name)
+    if mode in ("preload", "transformers", "libraries"):  # (importlib: an import statement
+        importlib.import_module("torch._dynamo")  # would make torch a local name)
         importlib.import_module("advisor.catalog")
         if mode == "transformers":
             importlib.import_module("transformers.models.gpt2.modeling_gpt2")
+        if mode == "libraries":
+            from advisor.fork_server import LIBRARY_MODULES
+
+            for module in LIBRARY_MODULES.values():
+                importlib.import_module(module)
     elif mode == "control":
         torch.cuda.device_count()
     else:
