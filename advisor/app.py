@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from advisor import gpus, search, study
+from advisor import config, gpus, search, study
 from advisor.backend import WorkerBackend
 from advisor.config import MeasureConfig, device_of, load, trial_spec, workload_identity
 from advisor.errors import ConfigError, WorkloadError
@@ -52,11 +52,13 @@ from advisor.workload import Workload
 WorkloadLike = str | Callable[[], Workload] | None
 
 
-def configure(
-    workload: WorkloadLike = None, overrides: Sequence[str] = (), **settings: Any
-) -> DictConfig:
-    """The composed config: the overrides, then the keyword settings, then the workload."""
+def configure(workload: WorkloadLike = None, overrides: Sequence[str] = (),
+              one_trial: bool = False, **settings: Any) -> DictConfig:  # fmt: skip
+    """The composed config: the overrides, then the keyword settings, then the workload;
+    `one_trial`: for advisor run, which a search's setting is said not to apply to."""
     items = [*overrides, *as_overrides(settings)]
+    if one_trial:
+        config.refuse_search_settings(items)
     if workload is not None:
         items.append(_workload_override(workload))
     return load(items)
@@ -66,7 +68,7 @@ def run(
     workload: WorkloadLike = None, *, overrides: Sequence[str] = (), **settings: Any
 ) -> TrialResult:
     """Measure one setting in its own process and store it."""
-    cfg = configure(workload, overrides, **settings)
+    cfg = configure(workload, overrides, one_trial=True, **settings)
     return measure(trial_spec(cfg), cfg)
 
 

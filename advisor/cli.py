@@ -72,7 +72,7 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     """
     from advisor import app as app_layer  # (torch: only the verbs that measure import it)
 
-    cfg = app_layer.configure(overrides=overrides or [])
+    cfg = app_layer.configure(overrides=overrides or [], one_trial=True)
     _check_plot(cfg.plot)
     spec = app_layer.trial_spec(cfg)
     if str(cfg.device) == "auto" and spec.device is Device.cpu:

@@ -201,6 +201,24 @@ def _own_model_named(cfg: DictConfig, overrides: list[str]) -> None:
         cfg.model.block = None
 
 
+# what only the verbs that search or fit a target read (sweep, recommend, estimate)
+SEARCH_SETTINGS = ("gpu", "margin", "space", "effective_batch_size", "trials", "minutes",
+                   "patience", "workers", "study_db_url")  # fmt: skip
+
+
+def refuse_search_settings(overrides: list[str]) -> None:
+    """ConfigError for a search's setting given to advisor run, which measures the one setting
+    it is given, on this machine: said, not dropped (gpu.memory=lots went without a word)."""
+    for item in overrides:
+        key = item.partition("=")[0].lstrip("+~").strip()
+        if key.partition(".")[0] in SEARCH_SETTINGS:
+            cap = ", or cap its memory with memory_cap=BYTES" if key.startswith("gpu") else ""
+            raise ConfigError(
+                f"{key}= does not apply to run, which measures the one setting given, on this "
+                f"machine ({key}= is for sweep, recommend or estimate): leave it out{cap}"
+            )
+
+
 def trial_spec(cfg: DictConfig) -> TrialSpec:
     """The TrialSpec a composed config describes; ConfigError says what is wrong with it, and
     WorkloadError what is wrong with the workload (loaded here, and one batch made on the CPU)."""

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,26 @@ def test_bad_config_gets_one_line(overrides, message):
         load(overrides)
     assert str(error.value).startswith(message)
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "override,told",
+    [
+        ("gpu.memory=lots", "gpu.memory= does not apply to run"),  # once dropped without a word
+        ("gpu=a100_40gb", "leave it out, or cap its memory with memory_cap=BYTES"),
+        ("trials=3", "trials= does not apply to run, which measures the one setting given"),
+        ("space.precision=[bf16]", "space.precision= does not apply to run"),
+    ],
+)
+def test_a_searchs_setting_given_to_run_is_said_not_dropped(override, told, db_url):
+    import advisor
+    from advisor import app
+
+    with pytest.raises(ConfigError, match=re.escape(told)):
+        app.configure(overrides=["device=cpu", override], one_trial=True)
+    assert app.configure(overrides=["device=cpu", override]) is not None  # the others take it
+    with pytest.raises(ConfigError, match="does not apply to run"):
+        advisor.run("tiny_mlp", overrides=[override], device="cpu", db_url=db_url)
 
 
 @pytest.mark.parametrize(
