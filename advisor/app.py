@@ -55,7 +55,7 @@ WorkloadLike = str | Callable[[], Workload] | None
 def configure(workload: WorkloadLike = None, overrides: Sequence[str] = (),
               one_trial: bool = False, **settings: Any) -> DictConfig:  # fmt: skip
     """The composed config: the overrides, then the keyword settings, then the workload;
-    `one_trial`: for advisor run, which a search's setting is said not to apply to."""
+    `one_trial` (advisor run): a setting only a search reads is refused, in one line."""
     items = [*overrides, *as_overrides(settings)]
     if one_trial:
         config.refuse_search_settings(items)

@@ -206,7 +206,7 @@ def estimate_command(overrides: Overrides = None, as_json: JsonFlag = False) -> 
     Examples:
       advisor estimate model=gpt2 batch_size=16 precision=bf16 gpu=rtx4090
       advisor estimate workload=my_model.py:workload batch_size=8 gpu.memory=24GiB
-      advisor estimate model=resnet50 batch_size=256 checkpointing=blocks --json
+      advisor estimate model=resnet50 batch_size=256 checkpointing=blocks gpu=l4
     Runs one training step on fake tensors (nothing is allocated), emulating
     what the GPU runs (CUDA autocast, fused attention); calibrates on measured
     history of the same workload. Takes every knob of advisor run; gpu= names
@@ -227,7 +227,7 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
     """List stored trials, newest first.
 
     \b
-    Filters, KEY=VALUE: model=NAME workload=FILE.py:FUNCTION (its source's end)
+    Filters, KEY=VALUE: model=NAME workload=FILE.py:FUNCTION (its path's end)
       status=ok|oom|crashed|timeout gpu=TEXT (part of the device's name)
       torch=VERSION (2.11: any 2.11.x) since=DATE until=DATE (ISO, UTC:
       2026-12-01 or 2026-12-01T14:00) sweep=ID hash=SPEC_HASH

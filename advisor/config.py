@@ -215,7 +215,7 @@ def refuse_search_settings(overrides: list[str]) -> None:
             cap = ", or cap its memory with memory_cap=BYTES" if key.startswith("gpu") else ""
             raise ConfigError(
                 f"{key}= does not apply to run, which measures the one setting given, on this "
-                f"machine ({key}= is for sweep, recommend or estimate): leave it out{cap}"
+                f"machine: leave it out{cap}"
             )
 
 

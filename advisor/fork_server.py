@@ -38,7 +38,7 @@ PRELOAD = sys.platform.startswith("linux")  # import torch before forking (see a
 RUNNER_PID = "ADVISOR_RUNNER_PID"  # set by the runner: the process the server must not outlive
 # set by the runner: the model libraries the trials' workload uses, comma-separated; the server
 # imports each one's model code before it forks, as it imports torch's
-LIBRARIES = "ADVISOR_MODEL_LIBRARIES"
+MODEL_LIBRARIES = "ADVISOR_MODEL_LIBRARIES"
 # what a model of each library imports while it is built: transformers' gpt2 imported some
 # 2,100 modules in each trial, 3.3 s of its setup on an H200 host
 # (experiments/2026-12-02-h200-fork-preload)
@@ -199,11 +199,11 @@ def die_with(parent: int) -> None:
 
 
 def _import_model_libraries(names: str) -> None:
-    """The model code of the libraries named (none of it starts CUDA); one not installed is
-    left for the trial to say."""
+    """The model code of the libraries named (none of it starts CUDA); one not installed, or
+    broken, is left for the trial to say."""
     for name in filter(None, names.split(",")):
         if module := LIBRARY_MODULES.get(name):
-            with contextlib.suppress(ImportError):
+            with contextlib.suppress(Exception):  # (the trial's own import says what)
                 importlib.import_module(module)
 
 
@@ -222,7 +222,7 @@ def main(answers_fd: int) -> None:
         import advisor.catalog  # noqa: F401  (the built-in workloads)
         import advisor.worker  # noqa: F401
 
-        _import_model_libraries(os.environ.get(LIBRARIES, ""))
+        _import_model_libraries(os.environ.get(MODEL_LIBRARIES, ""))
     server, last = os.getpid(), None
     while line := sys.stdin.readline():
         if last is not None:

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from advisor.report import CUT_LEGEND, describe, gib, rate, trial_report
 from advisor.result import Environment, TrialResult
+from advisor.spec import Device
 
 if TYPE_CHECKING:  # (a sweep as the store gives it; these tables need no database)
     from advisor.store.store import Sweep
@@ -37,7 +38,8 @@ def history_table(results: Sequence[TrialResult], width: int = WIDE) -> Table:
             column,
             justify="right" if column in ("id", "samples/s") else "left",
             no_wrap=column != "setting",  # the setting wraps at its commas; the rest stay whole
-            # a word longer than the column (expandable_segments at 80 columns) folds, whole
+            # min_width keeps the knobs' longest word whole; a longer one (a workload's name)
+            # folds rather than ending in …
             overflow="fold" if column == "setting" else "ellipsis",
             min_width=SETTING_WIDTH if column == "setting" else None,
         )
@@ -144,7 +146,7 @@ def _compared(results: Sequence[TrialResult]) -> list[tuple[str, list[str]]]:
 
 def _environment_field(name: str) -> Callable[[TrialResult], object]:
     def field(r: TrialResult) -> object:
-        if r.environment is None or (name == "cuda" and not r.environment.driver):
+        if r.environment is None or (name == "cuda" and r.spec.device is Device.cpu):
             return None  # a trial on the CPU: torch's build names a CUDA that ran nothing
         return getattr(r.environment, name)
 

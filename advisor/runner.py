@@ -226,7 +226,7 @@ def worker_environment(
     env["PYTORCH_CUDA_ALLOC_CONF"] = f"expandable_segments:{spec.expandable_segments}"
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env[fork_server.RUNNER_PID] = str(os.getpid())  # the server dies with this process
-    env[fork_server.LIBRARIES] = ",".join(name for name, _ in spec.model.versions)
+    env[fork_server.MODEL_LIBRARIES] = ",".join(name for name, _ in spec.model.versions)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     if compile_cache is not None:

@@ -172,12 +172,13 @@ def test_compare_marks_what_differs(db_url):
 
 def test_compare_names_no_cuda_for_a_trial_on_the_cpu():
     """torch's CUDA build once showed as "cuda 13.0" beside a trial that ran on the CPU."""
-    spec = trial_spec(load(["model=tiny_mlp", "device=cpu"]))
+    specs = [trial_spec(load(["model=tiny_mlp", f"device={d}"])) for d in ("cuda", "cpu")]
     on_gpu = Environment("NVIDIA H200", 2**37, "580.1", "13.0", "2.11.0", "0.1.0", "3.12", "h")
     on_cpu = dataclasses.replace(on_gpu, device_name="AMD EPYC", device_memory_bytes=None,
                                  driver=None)  # fmt: skip
+    pairs = enumerate(zip(specs, [on_gpu, on_cpu], strict=True))
     trials = [dataclasses.replace(fake_result(spec), id=i, environment=env)
-              for i, env in enumerate([on_gpu, on_cpu])]  # fmt: skip
+              for i, (spec, env) in pairs]  # fmt: skip
     console = Console(width=200, record=True)
     console.print(compare_table(trials))
     [cuda] = [line for line in console.export_text().splitlines() if " cuda " in line]

@@ -12,6 +12,7 @@ from conftest import FAST_OVERRIDES
 from test_cli import advisor, trial_count
 
 import advisor as api
+from advisor import fork_server
 from advisor.store.store import Store
 
 TESTS = Path(__file__).parent
@@ -159,6 +160,7 @@ def test_the_worker_does_not_import_from_the_current_folder(tmp_path, db_url):
     assert not (tmp_path / "numpy.py.imported").exists()
 
 
+@pytest.mark.skipif(not fork_server.PRELOAD, reason="the fork server preloads on Linux only")
 def test_a_workloads_model_library_is_imported_before_its_trial_is_forked(tmp_path, db_url):
     """The fork server imports transformers' model code once, for a workload that uses it:
     each gpt2 trial imported some 2,100 modules for itself (3.3 s on an H200 host). A lazy

@@ -168,12 +168,14 @@ def _current(connection: Connection, script: ScriptDirectory) -> str | None:
     return heads[0] if heads else None
 
 
-def why_unusable(url: str, error: BaseException, waited_s: float = BUSY_TIMEOUT_S) -> StoreError:
+def why_unusable(url: str, error: BaseException, waited_s: float | None = None) -> StoreError:
     """The one line for a database that cannot be opened or written, by what the driver said;
-    `waited_s`: how long a SQLite writer waited for the lock in all (its retries included)."""
+    `waited_s`: how long a SQLite writer waited for the lock in all (its retries included;
+    default, the busy timeout)."""
     said = first_line(error)
     lowered = said.lower()
     if "locked" in lowered or "could not obtain lock" in lowered:
+        waited_s = BUSY_TIMEOUT_S if waited_s is None else waited_s
         waited = f" (waited {waited_s:g} s)" if url.startswith("sqlite") else ""
         what = f"is locked by another writer{waited}"
         todo = "wait for it to finish, or give another db_url=..."
