@@ -136,10 +136,9 @@ def test_an_edited_workload_is_measured_again(tmp_path, db_url):
     ],
 )
 def test_a_broken_workload_gets_one_line_and_nothing_is_stored(workload, message, db_url):
-    for verb in ("run", "sweep"):
-        result = advisor(verb, f"workload={workload}", "device=cpu", "batch_size=2",
-                         "gpu.memory=1GiB", "trials=1", *FAST_OVERRIDES, db_url=db_url,
-                         cwd=ROOT)  # fmt: skip
+    for verb, search in (("run", []), ("sweep", ["gpu.memory=1GiB", "trials=1"])):
+        result = advisor(verb, f"workload={workload}", "device=cpu", "batch_size=2", *search,
+                         *FAST_OVERRIDES, db_url=db_url, cwd=ROOT)  # fmt: skip
         assert result.returncode == 2, result.stderr
         assert result.stderr.startswith("advisor: ") and message in result.stderr
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
