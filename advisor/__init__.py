@@ -15,14 +15,16 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from advisor.version import version
+
 if TYPE_CHECKING:
-    from advisor.app import SweepEvents, SweepOutcome, estimate, recommend, run, sweep
     from advisor.errors import AdvisorError, ConfigError, StoreError, WorkloadError
-    from advisor.estimator import Estimate
+    from advisor.estimation.estimator import Estimate
     from advisor.queries import history
     from advisor.recommendation import Recommendation
     from advisor.result import Category, Memory, Status, Throughput, TrialResult
     from advisor.spec import TrialSpec
+    from advisor.verbs import SweepEvents, SweepOutcome, estimate, recommend, run, sweep
     from advisor.workload import Workload
 
     __version__: str
@@ -30,9 +32,9 @@ if TYPE_CHECKING:
 # Where each public name lives. They are imported on first use: a worker process imports this
 # package too, and should not pay for Optuna, SQLAlchemy and Hydra's sweeps to measure a step.
 _PUBLIC = {
-    "advisor.app": ("SweepEvents", "SweepOutcome", "estimate", "recommend", "run", "sweep"),
+    "advisor.verbs": ("SweepEvents", "SweepOutcome", "estimate", "recommend", "run", "sweep"),
     "advisor.errors": ("AdvisorError", "ConfigError", "StoreError", "WorkloadError"),
-    "advisor.estimator": ("Estimate",),
+    "advisor.estimation.estimator": ("Estimate",),
     "advisor.queries": ("history",),
     "advisor.recommendation": ("Recommendation",),
     "advisor.result": ("Category", "Memory", "Status", "Throughput", "TrialResult"),
@@ -67,20 +69,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "__version__":  # (importlib.metadata takes 50 ms to import: on first use too)
-        value = _version()
+    if name == "__version__":
+        value = version()
     elif (module := _MODULE_OF.get(name)) is not None:
         value = getattr(importlib.import_module(module), name)
     else:
         raise AttributeError(f"module 'advisor' has no attribute {name!r}")
     globals()[name] = value
     return value
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("advisor")
-    except PackageNotFoundError:  # run from a checkout without installing (the GPU machine)
-        return "0.1.0+checkout"

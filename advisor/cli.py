@@ -13,9 +13,10 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
-from advisor import extras, history_view, plots, queries, report
+from advisor import extras, queries
 from advisor.errors import AdvisorError, StoreError
 from advisor.recommendation import Against
+from advisor.report import plots, tables, terminal
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
 from advisor.store import schema, transfer
@@ -70,24 +71,24 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       crashed or timed out (or the database cannot be opened), 2 for a setting
       or workload to fix (nothing stored).
     """
-    from advisor import app as app_layer  # (torch: only the verbs that measure import it)
+    from advisor import verbs  # (torch: only the verbs that measure import it
 
-    cfg = app_layer.configure(overrides=overrides or [], one_trial=True)
+    cfg = verbs.configure(overrides=overrides or [], one_trial=True)
     _check_plot(cfg.plot)
-    spec = app_layer.trial_spec(cfg)
+    spec = verbs.trial_spec(cfg)
     if str(cfg.device) == "auto" and spec.device is Device.cpu:
         err.print("no CUDA GPU here: measuring on the CPU (device=cpu says you mean it)")
-    with err.status(f"measuring {report.describe_spec(spec)}"):
-        result = app_layer.measure(spec, cfg)
+    with err.status(f"measuring {terminal.describe_spec(spec)}"):
+        result = verbs.measure(spec, cfg)
     device_memory = result.environment.device_memory_bytes if result.environment else None
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
-        out.print(report.trial_report(result, device_memory))
+        out.print(terminal.trial_report(result, device_memory))
     if cfg.plot and result.memory is not None:
         plots.save_memory_png(result, device_memory, Path(cfg.plot))
         err.print(f"memory breakdown drawn in {cfg.plot}", highlight=False)
-    if (snapshot := history_view.snapshot_line(result)) is not None:
+    if (snapshot := tables.snapshot_line(result)) is not None:
         err.print(snapshot, highlight=False)
     if result.status in (Status.crashed, Status.timeout):
         raise typer.Exit(1)
@@ -121,19 +122,19 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       SQLite database (plots/) unless plot=FILE.png names it.
     """
     given = overrides or []
-    from advisor import app as app_layer
-    from advisor.progress import SweepDisplay
+    from advisor import verbs
+    from advisor.report.progress import SweepDisplay
 
-    cfg = app_layer.configure(overrides=given)
+    cfg = verbs.configure(overrides=given)
     _check_plot(cfg.plot)
     with SweepDisplay(err, cfg.trials, cfg.minutes) as display:
-        events = app_layer.SweepEvents(
+        events = verbs.SweepEvents(
             started=display.started,
             step=display.step,
             measuring=display.measuring,
             phase=display.phase,
         )
-        outcome = app_layer.sweep(overrides=given, events=events)
+        outcome = verbs.sweep(overrides=given, events=events)
     err.print(f"stopped: {outcome.stop_reason}", highlight=False)
     rec = outcome.recommendation
     plot = Path(cfg.plot) if cfg.plot else Store(cfg.db_url).sweep_plot(outcome.sweep_id)
@@ -143,7 +144,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     if rec.considered and plot is not None:
         plot.parent.mkdir(parents=True, exist_ok=True)
         plots.save_sweep_png(outcome.results, rec, plot)
-    largest = report.largest_batches(outcome.largest_batches)
+    largest = terminal.largest_batches(outcome.largest_batches)
     if as_json:
         payload = {
             "sweep": {
@@ -164,12 +165,12 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         }
         print(json.dumps(payload, indent=2))
     else:
-        out.print(report.recommendation_report(rec, outcome.confirmation))
-        out.print(report.repeats_line(outcome.repeats, outcome.disagreement))
-        out.print(report.baseline_line(outcome.baseline, outcome.against_baseline, rec))
-        out.print(report.timing_line(outcome.elapsed_s, outcome.time_to_answer_s, app_layer.NEAR))
+        out.print(terminal.recommendation_report(rec, outcome.confirmation))
+        out.print(terminal.repeats_line(outcome.repeats, outcome.disagreement))
+        out.print(terminal.baseline_line(outcome.baseline, outcome.against_baseline, rec))
+        out.print(terminal.timing_line(outcome.elapsed_s, outcome.time_to_answer_s, verbs.NEAR))
         if largest:
-            out.print(report.largest_batches_table(largest, outcome.target))
+            out.print(terminal.largest_batches_table(largest, outcome.target))
     if rec.considered and plot is not None:
         err.print(f"plot of throughput against memory: {plot}", highlight=False)
     if rec.best is None:
@@ -187,13 +188,13 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
     Throughput comes from whatever GPU measured it (the output says which);
     whether a setting fits transfers between GPUs with the same torch version.
     """
-    from advisor import app as app_layer
+    from advisor import verbs
 
-    rec = app_layer.recommend(overrides=overrides or [])
+    rec = verbs.recommend(overrides=overrides or [])
     if as_json:
         print(json.dumps(rec.to_dict(), indent=2))
     else:
-        out.print(report.recommendation_report(rec, None))
+        out.print(terminal.recommendation_report(rec, None))
     if rec.best is None:
         raise typer.Exit(1)
 
@@ -213,13 +214,13 @@ def estimate_command(overrides: Overrides = None, as_json: JsonFlag = False) -> 
     the target (default: the local GPU).
     """
     with err.status("estimating on fake tensors"):
-        from advisor import app as app_layer
+        from advisor import verbs
 
-        result = app_layer.estimate(overrides=overrides or [])
+        result = verbs.estimate(overrides=overrides or [])
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
-        out.print(report.estimate_report(result))
+        out.print(terminal.estimate_report(result))
 
 
 @app.command()
@@ -242,7 +243,7 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
     elif not results:
         err.print("no stored trials match; measure one with: advisor run model=...")
     else:
-        out.print(history_view.history_table(results, out.width))
+        out.print(tables.history_table(results, out.width))
 
 
 @app.command()
@@ -316,7 +317,7 @@ def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) ->
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
         return
-    out.print(history_view.trial_view(result))
+    out.print(tables.trial_view(result))
 
 
 @app.command()
@@ -342,7 +343,7 @@ def compare(ids: Overrides = None, as_json: JsonFlag = False) -> None:
     if as_json:
         print(json.dumps([r.to_dict() for r in found], indent=2))
     else:
-        out.print(history_view.compare_table(found))
+        out.print(tables.compare_table(found))
 
 
 @app.command()
@@ -359,7 +360,7 @@ def sweeps(options: Overrides = None, as_json: JsonFlag = False) -> None:
     elif not found:
         err.print("no stored sweeps; start one with: advisor sweep model=...")
     else:
-        out.print(history_view.sweeps_table(found))
+        out.print(tables.sweeps_table(found))
 
 
 @app.command()
@@ -381,7 +382,7 @@ def serve(
         extras.require(library, "advisor serve")
     import uvicorn
 
-    from advisor import serve as server
+    from advisor.service import server
 
     server.check_listening(host, port)
     store = server.open_store(_only_db_url(options))

@@ -19,8 +19,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from advisor import extras, workload
 from advisor.errors import ConfigError
+from advisor.estimation.memory_line import DEFAULT_MARGIN
 from advisor.gpus import local_gpu
-from advisor.memory_model import DEFAULT_MARGIN
 from advisor.paths import CONF_DIR
 from advisor.spec import (
     Checkpointing,

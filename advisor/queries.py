@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from advisor import gpus
 from advisor.errors import ConfigError, NotStored
-from advisor.memory_model import DEFAULT_MARGIN, Target
+from advisor.estimation.memory_line import DEFAULT_MARGIN, Target
 from advisor.recommendation import Recommendation, recommend, run_on
 from advisor.result import Status, TrialResult
 from advisor.spec import Device

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from advisor.errors import ConfigError
-from advisor.memory_model import Target
+from advisor.estimation.memory_line import Target
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
 

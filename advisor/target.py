@@ -7,8 +7,8 @@ from omegaconf import DictConfig
 
 from advisor import gpus
 from advisor.errors import ConfigError
-from advisor.estimator import DEFAULT_CONTEXT_BYTES
-from advisor.memory_model import Target
+from advisor.estimation.estimator import DEFAULT_CONTEXT_BYTES
+from advisor.estimation.memory_line import Target
 from advisor.spec import Device
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.allocator import CachingAllocator, MiB, OutOfMemory
+from advisor.estimation.allocator import CachingAllocator, MiB, OutOfMemory
 
 
 def test_requests_come_from_segments_sized_by_pool():

@@ -113,11 +113,11 @@ def test_bad_config_gets_one_line(overrides, message):
 )
 def test_a_searchs_setting_given_to_run_is_said_not_dropped(override, told, db_url):
     import advisor
-    from advisor import app
+    from advisor import verbs
 
     with pytest.raises(ConfigError, match=re.escape(told)):
-        app.configure(overrides=["device=cpu", override], one_trial=True)
-    assert app.configure(overrides=["device=cpu", override]) is not None  # the others take it
+        verbs.configure(overrides=["device=cpu", override], one_trial=True)
+    assert verbs.configure(overrides=["device=cpu", override]) is not None  # the others take it
     with pytest.raises(ConfigError, match="does not apply to run"):
         advisor.run("tiny_mlp", overrides=[override], device="cpu", db_url=db_url)
 

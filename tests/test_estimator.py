@@ -13,12 +13,17 @@ from fake_backend import ENVIRONMENT
 from test_cli import MEMORY_KEYS, advisor, trial_count
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from advisor.allocator import OutOfMemory
-from advisor.estimator import DEFAULT_CONTEXT_BYTES, estimate
-from advisor.fake_step import _gradient_sums_marked, _StorageBytes, fake_step, replayed_reserved
-from advisor.memory_model import Target
+from advisor.estimation.allocator import OutOfMemory
+from advisor.estimation.estimator import DEFAULT_CONTEXT_BYTES, estimate
+from advisor.estimation.fake_step import (
+    _gradient_sums_marked,
+    _StorageBytes,
+    fake_step,
+    replayed_reserved,
+)
+from advisor.estimation.memory_line import Target
 from advisor.result import Memory, Phase, Status, Throughput, TrialResult
-from advisor.runner import run_trial
+from advisor.trial.runner import run_trial
 
 BIG = Target("big", 2**40, 0.05)
 

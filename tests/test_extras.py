@@ -66,8 +66,8 @@ def test_historys_verbs_read_without_importing_torch(db_url, tmp_path, monkeypat
         done = advisor(*args, db_url=db_url)
         assert done.returncode == 0, (args, done.stderr)
     assert "tiny_cnn on cuda" in advisor("history", db_url=db_url).stdout
-    served = subprocess.run([sys.executable, "-c", "import advisor.serve"], capture_output=True,
-                            text=True)  # fmt: skip
+    served = subprocess.run([sys.executable, "-c", "import advisor.service.server"],
+                            capture_output=True, text=True)  # fmt: skip
     assert served.returncode == 0, served.stderr
     measuring = advisor("run", "model=tiny_mlp", "device=cpu", db_url=db_url)
     assert "No module named 'torch'" in measuring.stderr or "import of torch" in measuring.stderr

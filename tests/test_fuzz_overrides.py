@@ -1,7 +1,7 @@
 """Property-based fuzzing of the command line's overrides (hypothesis): whatever a user types
 after `advisor run` or `advisor sweep`, it is either a setting advisor can run or a ConfigError
 or WorkloadError of one line (exit status 2, nothing stored); never another exception, which
-the command would show as a traceback. Checked through app.plan and trial_spec, which is what
+the command would show as a traceback. Checked through verbs.plan and trial_spec, which is what
 both verbs do before they open a database or start a worker."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from advisor import app
+from advisor import verbs
 from advisor.config import trial_spec
 from advisor.errors import ConfigError, WorkloadError
 
@@ -78,8 +78,8 @@ BASE = ["model=tiny_mlp", "device=cpu", "gpu.memory=64MiB", "space.compile=[fals
 def settled(overrides: list[str]) -> str:
     """'ok', or the error's kind; fails on anything a user would see as a traceback."""
     try:
-        trial_spec(app.configure(overrides=[*BASE, *overrides]))
-        app.plan(overrides=[*BASE, *overrides])
+        trial_spec(verbs.configure(overrides=[*BASE, *overrides]))
+        verbs.plan(overrides=[*BASE, *overrides])
     except (ConfigError, WorkloadError) as error:
         message = str(error)
         assert message and "\n" not in message and "Traceback" not in message, message

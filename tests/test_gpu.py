@@ -10,7 +10,7 @@ from conftest import FAST, FAST_OVERRIDES
 
 from advisor.config import load, trial_spec
 from advisor.result import Phase, Status
-from advisor.runner import run_trial
+from advisor.trial.runner import run_trial
 
 pytestmark = pytest.mark.gpu
 
@@ -80,7 +80,7 @@ def test_a_sweep_for_a_smaller_gpu_runs_its_trials_under_the_targets_cap(db_url,
     import subprocess
     import sys
 
-    from advisor.estimator import DEFAULT_CONTEXT_BYTES
+    from advisor.estimation.estimator import DEFAULT_CONTEXT_BYTES
     from advisor.store.store import Store
 
     sweep = subprocess.run(

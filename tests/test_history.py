@@ -13,7 +13,7 @@ from rich.console import Console
 from test_cli import advisor
 
 from advisor.config import load, trial_spec
-from advisor.history_view import compare_table
+from advisor.report.tables import compare_table
 from advisor.result import Environment
 from advisor.store.store import Store, Sweep, TrialFilter
 
@@ -103,8 +103,8 @@ def test_the_history_table_reads_at_80_columns(db_url):
     terminal (the caption says so); at 110 columns and more they are shown."""
     from rich.console import Console
 
-    from advisor.history_view import WIDE, history_table
-    from advisor.report import rate
+    from advisor.report.tables import WIDE, history_table
+    from advisor.report.terminal import rate
     from advisor.result import TimingStop
 
     store, ids, _ = stored(db_url)

@@ -9,8 +9,8 @@ import torch
 from conftest import FAST, spec_of
 
 from advisor.result import Phase, Status, TrialResult
-from advisor.runner import run_trial
-from advisor.training import build
+from advisor.trial.runner import run_trial
+from advisor.trial.training import build
 
 TINY_MLP_PARAMS = (
     [(64, 256), (256,)] + [(256, 256), (256,), (256,), (256,)] * 3 + [(256, 10), (10,)]
@@ -138,8 +138,8 @@ def test_causal_lms_train_without_a_kv_cache_and_compute_their_own_loss():
 
 def test_timing_stops_once_the_rate_is_known_or_cannot_beat_the_best():
     from advisor.config import MeasureConfig
-    from advisor.measure import CUT_AFTER_STEPS, median_ci95, time_steps
     from advisor.result import TimingStop
+    from advisor.trial.measure import CUT_AFTER_STEPS, median_ci95, time_steps
 
     training = build(spec_of("model=tiny_mlp", "batch_size=32"), torch.device("cpu"))
     loose = MeasureConfig(min_timed_steps=5, max_timed_steps=500, max_timed_s=20.0,
@@ -159,7 +159,7 @@ def test_timing_stops_once_the_rate_is_known_or_cannot_beat_the_best():
 
 
 def test_the_median_interval_uses_order_statistics():
-    from advisor.measure import median_ci95
+    from advisor.trial.measure import median_ci95
 
     assert median_ci95([1.0]) == 0.0
     # n = 10: ranks 1 and 8 (0-based) bound the median: (8 - 1) / 2
@@ -184,8 +184,8 @@ def test_a_trial_says_where_its_time_went_and_its_phases():
 
 
 def test_trials_share_the_compile_cache_beside_the_results(tmp_path, monkeypatch):
-    from advisor.runner import worker_environment
     from advisor.store.store import Store
+    from advisor.trial.runner import worker_environment
 
     store = Store(f"sqlite:///{tmp_path / 'results.sqlite'}")
     assert store.compile_cache() == tmp_path / "compile-cache"
@@ -207,8 +207,8 @@ def test_a_compiled_cpu_trial_compiles_before_timing_not_in_it(monkeypatch):
     now made before timing, and counted as compiling."""
     from torch._dynamo.utils import counters
 
-    from advisor import measure as measuring
     from advisor.config import MeasureConfig
+    from advisor.trial import measure as measuring
 
     graphs_at: dict[str, int] = {}
     timed = measuring.time_steps

@@ -12,10 +12,10 @@ import pytest
 from fake_backend import fake_result
 from test_cli import advisor
 
-from advisor.app import snapshot_path
 from advisor.config import load, trial_spec
 from advisor.errors import ConfigError
 from advisor.store.store import Store
+from advisor.verbs import snapshot_path
 
 
 def test_a_snapshot_on_the_cpu_is_refused_and_nothing_stored(db_url, tmp_path):
@@ -74,7 +74,7 @@ def test_a_snapshot_that_cannot_be_written_costs_the_trial_nothing(tmp_path, mon
     own error, here an OOM, goes on as it was; recording is stopped; no part is left."""
     import torch
 
-    from advisor.snapshot import MemorySnapshot
+    from advisor.trial.snapshot import MemorySnapshot
 
     calls = []
     monkeypatch.setattr(torch.cuda.memory, "_record_memory_history",

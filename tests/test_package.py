@@ -40,6 +40,10 @@ def test_a_built_wheel_runs_a_trial_from_any_folder(tmp_path):
         return subprocess.run([sys.executable, *args], capture_output=True, text=True,
                               env=env, cwd=elsewhere, timeout=600)  # fmt: skip
 
+    # every module of the package travels: each concept folder is a package of the wheel
+    modules = {p.relative_to(ROOT) for p in (ROOT / "advisor").rglob("*.py")}
+    assert modules == {p.relative_to(site) for p in (site / "advisor").rglob("*.py")
+                       if p.parent.name not in ("_conf", "_migrations", "versions")}  # fmt: skip
     where = python("-c", "import advisor.paths as p; print(p.PACKAGE, p.CONF_DIR, p.MIGRATIONS)")
     package, conf, migrations = where.stdout.split()
     assert Path(package) == site / "advisor"  # the wheel's, not this checkout's
@@ -50,9 +54,10 @@ def test_a_built_wheel_runs_a_trial_from_any_folder(tmp_path):
     assert (data / "advisor" / "advisor.sqlite").stat().st_size > 0
     assert list(elsewhere.iterdir()) == []  # nothing written where it ran
     # the dashboard's templates travel too: its pages render from the wheel's code
-    assert (site / "advisor" / "templates" / "trials.html").is_file()
-    page = python("-c", "from fastapi.testclient import TestClient; from advisor.serve import "
-                  "create_app; from advisor.store.store import Store; "
+    assert (site / "advisor" / "service" / "templates" / "trials.html").is_file()
+    page = python("-c", "from fastapi.testclient import TestClient; "
+                  "from advisor.service.server import create_app; "
+                  "from advisor.store.store import Store; "
                   "print(TestClient(create_app(Store())).get('/').text)")  # fmt: skip
     assert page.returncode == 0, page.stderr
     assert "tiny_mlp on cpu" in page.stdout and str(data / "advisor") in page.stdout

@@ -7,7 +7,7 @@ import dataclasses
 from fake_backend import GiB, fake_result
 
 from advisor.config import load, trial_spec
-from advisor.memory_model import Target
+from advisor.estimation.memory_line import Target
 from advisor.recommendation import recommend, typical
 
 SETTINGS = ["model=resnet50", "device=cpu", "precision=fp32"]

@@ -8,13 +8,14 @@ import optuna
 import pytest
 from fake_backend import CAPACITY, ENVIRONMENT, FakeBackend, GiB, line, peak
 
-from advisor import search, study
 from advisor.config import load, trial_spec
-from advisor.estimator import DEFAULT_CONTEXT_BYTES
-from advisor.memory_model import Target, fit
+from advisor.estimation.estimator import DEFAULT_CONTEXT_BYTES
+from advisor.estimation.memory_line import Target, fit
 from advisor.recommendation import against, recommend
 from advisor.result import Failure, Phase, Status, TrialResult
-from advisor.space import space_of
+from advisor.search import study
+from advisor.search.space import space_of
+from advisor.search.sweeper import NEAR_MISS, Sweeper
 from advisor.store.store import Store
 from advisor.target import target_of, trial_cap
 
@@ -37,7 +38,7 @@ def make_sweeper(store, backend, study_url, *extra, memory="24GiB"):
     target = target_of(cfg, base.device)
     key = study.sweep_key(space, target, "FAKE H200", "fake")
     optuna_study = study.open_study(study_url, key)
-    return search.Sweeper(space, target, backend, optuna_study), target
+    return Sweeper(space, target, backend, optuna_study), target
 
 
 def test_memory_line_recovers_an_affine_family():
@@ -254,7 +255,7 @@ def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_ur
     space = space_of(cfg, overrides, base)
     target = target_of(cfg, base.device)
     optuna_study = study.open_study(study_url, "estimate")
-    sweeper = search.Sweeper(space, target, backend, optuna_study, estimate=PerfectEstimate())
+    sweeper = Sweeper(space, target, backend, optuna_study, estimate=PerfectEstimate())
     huge = dataclasses.replace(base, precision=base.precision.__class__("fp32"), batch_size=1024)
     sweeper.study.enqueue_trial(space.params(huge))
     sweeper.run(trials=1, minutes=None, patience=100)
@@ -405,7 +406,7 @@ def test_the_baseline_line_says_slower_when_the_answer_is_slower():
     from fake_backend import fake_result
     from rich.console import Console
 
-    from advisor import report
+    from advisor.report import terminal
 
     fast = fake_result(trial_spec(load([*SPACE, "batch_size=256", "precision=fp16"])))
     slow = fake_result(trial_spec(load([*SPACE, "batch_size=64", "precision=fp32"])))
@@ -413,7 +414,7 @@ def test_the_baseline_line_says_slower_when_the_answer_is_slower():
     rec = recommend([fast, slow], target)
     assert rec.best is slow
     console = Console(width=200, record=True)
-    console.print(report.baseline_line(fast, against(fast, slow), rec))
+    console.print(terminal.baseline_line(fast, against(fast, slow), rec))
     text = console.export_text()
     assert "x slower" in text and "do not fit the target" in text and "faster" not in text
 
@@ -437,7 +438,7 @@ def test_a_near_miss_is_tried_again_with_expandable_segments(db_url, study_url):
     for s in (spec, far):
         sweeper.study.enqueue_trial(sweeper.space.params(s))
     sweeper.run(trials=3, minutes=None, patience=100)
-    assert 0 < target.excess(peak(spec)) <= search.NEAR_MISS
+    assert 0 < target.excess(peak(spec)) <= NEAR_MISS
     assert backend.calls[:2] == [spec, dataclasses.replace(spec, expandable_segments=True)]
     assert sweeper.space.params(backend.calls[1]) is not None  # still a point of the space
     # the OOM, far over, is not retried with expandable segments

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from served import serving, stored_sweep
 
-from advisor.memory_model import Target
+from advisor.estimation.memory_line import Target
 from advisor.queries import FILTERS, RECOMMEND_PARAMS
 from advisor.recommendation import recommend
-from advisor.serve import create_app
+from advisor.service.server import create_app
 
 
 @pytest.fixture(scope="module")
@@ -233,7 +233,7 @@ def test_serving_reads_a_database_as_it_is(tmp_path):
     """An older schema is refused, not upgraded; a missing file is not created; the database
     URL's password is never shown."""
     from advisor.errors import ConfigError, StoreError
-    from advisor.serve import open_store
+    from advisor.service.server import open_store
     from advisor.store import schema
 
     old = tmp_path / "old.sqlite"

@@ -21,12 +21,12 @@ from test_cli import ADVISOR
 from test_search import make_sweeper
 from test_sweep_cli import SWEEP
 
-from advisor import search
+from advisor.search.study import OWNER
+from advisor.search.sweeper import Sweeper
 from advisor.store import sharing
 from advisor.store.sharing import SharedSweep
 from advisor.store.store import Store, Sweep
 from advisor.store.tables import SweepClaimRow
-from advisor.study import OWNER
 
 
 def open_sweep(db_url: str) -> int:
@@ -119,9 +119,9 @@ def test_two_processes_of_one_sweep_measure_no_spec_twice(db_url, study_url, mon
     one sweep at once: between them no spec is measured twice, the baseline included, and the
     budget of trials holds for the two together (give or take the one each may start at
     once)."""
-    monkeypatch.setattr(search, "POLL_S", 0.05)
+    monkeypatch.setattr("advisor.search.sweeper.POLL_S", 0.05)
     sweep_id = open_sweep(db_url)
-    runs: list[tuple[LinkedBackend, search.Sweeper, SharedSweep]] = []
+    runs: list[tuple[LinkedBackend, Sweeper, SharedSweep]] = []
     for _ in range(2):  # (built here: Hydra's loading is not for threads)
         store = Store(db_url)
         backend = LinkedBackend(store, sweep_id)
@@ -130,7 +130,7 @@ def test_two_processes_of_one_sweep_measure_no_spec_twice(db_url, study_url, mon
         runs.append((backend, sweeper, sweeper.others))
     failures: list[BaseException] = []
 
-    def one_process(sweeper: search.Sweeper, shared: SharedSweep) -> None:
+    def one_process(sweeper: Sweeper, shared: SharedSweep) -> None:
         try:
             sweeper.resume(shared.store.sweep_trials(sweep_id))
             sweeper.first(sweeper.space.base)

@@ -15,7 +15,7 @@ from conftest import FAST, spec_of
 from test_cli import ADVISOR
 
 from advisor.result import Phase, Status
-from advisor.runner import TRIALS_DIR, run_trial
+from advisor.trial.runner import TRIALS_DIR, run_trial
 
 
 def test_out_of_memory_is_a_result_with_its_phase_and_request():
@@ -69,7 +69,7 @@ def test_a_worker_dies_with_its_runner_even_under_kill_9(tmp_path):
 
     code = (
         "from conftest import FAST, spec_of\n"
-        "from advisor.runner import run_trial\n"
+        "from advisor.trial.runner import run_trial\n"
         "run_trial(spec_of('model=tiny_mlp', 'model.module._target_=builders.hanging'),"
         " FAST, timeout_s=120)\n"
     )
@@ -78,7 +78,7 @@ def test_a_worker_dies_with_its_runner_even_under_kill_9(tmp_path):
     runner = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp_path)
 
     def workers() -> dict[int, int]:
-        """Every live fork server and trial (advisor.fork_server processes): pid -> parent."""
+        """Every live fork server and trial (advisor.trial.fork_server processes): pid -> parent."""
         found = {}
         for entry in Path("/proc").iterdir():
             try:
@@ -88,7 +88,7 @@ def test_a_worker_dies_with_its_runner_even_under_kill_9(tmp_path):
                 continue
             parent = next(line for line in status.splitlines() if line.startswith("PPid:"))
             state = next(line for line in status.splitlines() if line.startswith("State:"))
-            if b"advisor.fork_server" in cmdline and "Z" not in state.split()[1]:
+            if b"advisor.trial.fork_server" in cmdline and "Z" not in state.split()[1]:
                 found[int(entry.name)] = int(parent.split()[1])
         return found
 
@@ -123,7 +123,7 @@ def test_trials_are_processes_of_their_own_forked_from_a_server_per_environment(
     """Each trial a process of its own, forked by the runner's server for its environment and
     folder; a server that ended between trials is replaced, and past SERVERS_KEPT servers the
     one used longest ago is closed."""
-    from advisor import fork_server
+    from advisor.trial import fork_server
 
     monkeypatch.setattr(fork_server, "SERVERS_KEPT", 2)
     notes = tmp_path / "pids"
@@ -183,7 +183,7 @@ def test_a_server_that_ends_mid_trial_or_cannot_start_is_a_crash_that_says_so(
 def _once_the_trial_hangs(then) -> list:
     """Once a server's trial is forked and has had a second to reach its hang: the busy
     servers (filled in then), after calling then()."""
-    from advisor import fork_server
+    from advisor.trial import fork_server
 
     busy: list = []
 

@@ -9,9 +9,9 @@ from fake_backend import FakeBackend
 from optuna.trial import TrialState
 from test_search import PerfectEstimate, make_sweeper
 
-from advisor import study
-from advisor.memory_model import Target
+from advisor.estimation.memory_line import Target
 from advisor.result import Status
+from advisor.search import study
 from advisor.store.store import Store
 
 

@@ -8,7 +8,7 @@ import pytest
 from fake_backend import FakeBackend
 from test_search import make_sweeper
 
-from advisor import throughput_model
+from advisor.search import throughput_model
 from advisor.store.store import Store
 
 EFFECTS = {"precision": {"bf16": 2.0, "fp32": 1.0}, "channels_last": {True: 1.3, False: 1.0},

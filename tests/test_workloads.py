@@ -12,8 +12,8 @@ from conftest import FAST_OVERRIDES
 from test_cli import advisor, trial_count
 
 import advisor as api
-from advisor import fork_server
 from advisor.store.store import Store
+from advisor.trial import fork_server
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
     from alembic.script import ScriptDirectory
 
-import advisor
 from advisor.errors import StoreError
 from advisor.paths import MIGRATIONS
+from advisor.version import version
 
 BUSY_TIMEOUT_S = 5.0  # how long a SQLite writer waits for another's lock before "locked"
 # a PostgreSQL advisory lock taken while migrating: concurrent creators wait for each other
@@ -162,7 +162,7 @@ def _current(connection: Connection, script: ScriptDirectory) -> str | None:
         url = connection.engine.url.render_as_string(hide_password=True)
         raise StoreError(
             f"the results database {url} was written by a newer advisor (schema {newer[0]}; "
-            f"advisor {advisor.__version__} knows up to {script.get_current_head()}): upgrade "
+            f"advisor {version()} knows up to {script.get_current_head()}): upgrade "
             "advisor, or give another db_url=..."
         )
     return heads[0] if heads else None

@@ -1,6 +1,6 @@
 """A trial, in its own process: its spec in, its result out.
 
-The process is forked by the fork server (advisor/fork_server.py), which imports this module
+The process is forked by the fork server (advisor/trial/fork_server.py), which imports this module
 (and torch) once. The trial reads {"spec": ..., "measure": ..., "beat_samples_per_s": ...} as
 JSON from FOLDER/request.json, writes the phase it is in to FOLDER/phase as it goes, and
 {"status", "environment", "memory", "throughput", "failure"} as JSON to FOLDER/result.json. An
@@ -23,17 +23,17 @@ from typing import Any
 
 import torch
 
-import advisor
 from advisor import gpus
 from advisor.config import MeasureConfig
 from advisor.errors import WorkloadError
-from advisor.measure import OutOfMemory, apply_memory_cap, measure
 from advisor.result import Environment, Failure, Status
 from advisor.spec import Device, TrialSpec, plain
+from advisor.trial.measure import OutOfMemory, apply_memory_cap, measure
+from advisor.version import version
 
 # Read on import, before a trial's memory cap: under a 2 MiB cap, reading the package's
 # metadata raised MemoryError and the trial was recorded as crashed, not oom.
-ADVISOR_VERSION = advisor.__version__
+ADVISOR_VERSION = version()
 
 
 def run(

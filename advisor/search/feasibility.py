@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Protocol
 
-from advisor.memory_model import AffineFit, Target, family_key, fit
+from advisor.estimation.memory_line import AffineFit, Target, family_key, fit
 from advisor.result import Status, TrialResult
 from advisor.spec import TrialSpec
 

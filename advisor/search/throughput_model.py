@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from advisor.memory_model import family_key
+from advisor.estimation.memory_line import family_key
 from advisor.result import TrialResult
-from advisor.space import Choice, Space
+from advisor.search.space import Choice, Space
 
 PROMISING = 0.02  # keep measuring while a point left is predicted this much faster than the best
 

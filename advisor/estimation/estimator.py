@@ -1,5 +1,5 @@
 """The memory breakdown of a spec without a GPU, from one training step on fake tensors
-(advisor/fake_step.py).
+(advisor/estimation/fake_step.py).
 
 What no fake run sees (the CUDA context, the caching allocator's reserve) comes from measured
 history where there is some, and from stated defaults otherwise. The largest batch on a GPU comes
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor import config
-from advisor.allocator import OutOfMemory as AllocatorOutOfMemory
-from advisor.fake_step import FakeStep, fake_step, replayed_reserved, step_between
-from advisor.memory_model import Target, fit
+from advisor.estimation.allocator import OutOfMemory as AllocatorOutOfMemory
+from advisor.estimation.fake_step import FakeStep, fake_step, replayed_reserved, step_between
+from advisor.estimation.memory_line import Target, fit
 from advisor.result import Category, Status, TrialResult
 from advisor.spec import Checkpointing, Device, OptimizerSpec, TrialSpec
 

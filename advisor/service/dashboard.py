@@ -1,6 +1,6 @@
 """advisor serve's pages: the trials with history's filters, one trial's memory breakdown, the
 sweeps, one sweep's throughput against memory, and a recommendation form. Pages are drawn on
-the server (Jinja2 templates in advisor/templates; the sweep's plot is matplotlib's SVG, the
+the server (Jinja2 templates in advisor/service/templates; the sweep's plot is matplotlib's SVG, the
 same figure as its PNG), so the dashboard needs no script and nothing from the network. The
 figures in words are the terminal's own, exported by rich."""
 
@@ -17,14 +17,16 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from rich.console import Console, RenderableType
 
-from advisor import api, extras, gpus, history_view, plots, queries, report
+from advisor import extras, gpus, queries
 from advisor.errors import ConfigError
+from advisor.report import plots, tables, terminal
 from advisor.result import Memory
+from advisor.service import http_api
 from advisor.store import schema
 from advisor.store.store import Store
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
-TEMPLATES.env.globals.update(describe=report.describe, gib=report.gib)
+TEMPLATES.env.globals.update(describe=terminal.describe, gib=terminal.gib)
 HINTS = {"model": "resnet50", "workload": "my_model.py:workload", "status": "ok", "gpu": "h200",
          "torch": "2.11", "since": "2026-12-01", "sweep": "id", "limit": "100"}  # fmt: skip
 FILTER_HINTS = [(key, HINTS.get(key, "")) for key in queries.FILTERS]  # the form's fields
@@ -40,7 +42,7 @@ class BarPart:
 
 @dataclasses.dataclass(frozen=True)
 class Bar:
-    """The stacked breakdown, as report.memory_bar draws it in the terminal."""
+    """The stacked breakdown, as terminal.memory_bar draws it in the terminal."""
 
     parts: list[BarPart]
     peak: str
@@ -62,27 +64,27 @@ def router(store: Store) -> APIRouter:
         given = dict(request.query_params)
         message: str | None = None
         try:
-            results, more = api.matching(store, given)
+            results, more = http_api.matching(store, given)
         except ConfigError as error:
             results, more, message = [], False, str(error)
         return page(request, "trials.html", filters=FILTER_HINTS, given=given,
                     results=results, more=more, error=message)  # fmt: skip
 
     @pages.get("/trials/{trial_id}")
-    def trial(request: Request, trial_id: api.Id) -> HTMLResponse:
+    def trial(request: Request, trial_id: http_api.Id) -> HTMLResponse:
         result = queries.stored_trial(store, trial_id)
         env = result.environment
         device_memory = env.device_memory_bytes if env else None
         bar = memory_bar(result.memory, device_memory) if result.memory else None
         return page(request, "trial.html", result=result, bar=bar,
-                    report=as_html(history_view.trial_view(result)))  # fmt: skip
+                    report=as_html(tables.trial_view(result)))  # fmt: skip
 
     @pages.get("/sweeps")
     def sweeps(request: Request) -> HTMLResponse:
         return page(request, "sweeps.html", sweeps=store.sweeps())
 
     @pages.get("/sweeps/{sweep_id}")
-    def sweep(request: Request, sweep_id: api.Id) -> HTMLResponse:
+    def sweep(request: Request, sweep_id: http_api.Id) -> HTMLResponse:
         found, used = queries.stored_sweep(store, sweep_id)
         rec = queries.sweep_recommendation(found, used)
         plot, no_plot = None, None
@@ -94,7 +96,7 @@ def router(store: Store) -> APIRouter:
             plot = svg.getvalue().decode()
             plot = plot[plot.index("<svg") :]  # inline: without the XML prologue and doctype
         return page(request, "sweep.html", sweep=found, used=used, plot=plot, no_plot=no_plot,
-                    report=as_html(report.recommendation_report(rec, None)))  # fmt: skip
+                    report=as_html(terminal.recommendation_report(rec, None)))  # fmt: skip
 
     @pages.get("/recommend")
     def recommend(request: Request) -> HTMLResponse:
@@ -106,7 +108,7 @@ def router(store: Store) -> APIRouter:
             except ConfigError as error:
                 message = str(error)
             else:
-                shown = as_html(report.recommendation_report(rec, None))
+                shown = as_html(terminal.recommendation_report(rec, None))
         return page(request, "recommend.html", given=given, models=store.model_names(),
                     gpus=list(gpus.load_profiles()), report=shown, error=message)  # fmt: skip
 
@@ -126,12 +128,12 @@ def error_page(
 def memory_bar(memory: Memory, device_memory: int | None) -> Bar:
     """Against the GPU's memory, or the largest figure on a CPU (as the terminal's bar)."""
     sizes = [(label, getattr(memory, key), colour)
-             for key, label, colour in [*report.CATEGORIES, report.OVERHEAD]]  # fmt: skip
+             for key, label, colour in [*terminal.CATEGORIES, terminal.OVERHEAD]]  # fmt: skip
     scale = max(device_memory or 0, sum(size for _, size, _ in sizes), memory.device_peak_bytes, 1)
-    parts = [BarPart(label, report.gib(size), report.HEX[colour], size / scale)
+    parts = [BarPart(label, terminal.gib(size), terminal.HEX[colour], size / scale)
              for label, size, colour in sizes if size > 0]  # fmt: skip
-    scale_label = f"the GPU's {report.gib(device_memory)}" if device_memory else "the largest"
-    return Bar(parts=parts, peak=report.gib(memory.device_peak_bytes),
+    scale_label = f"the GPU's {terminal.gib(device_memory)}" if device_memory else "the largest"
+    return Bar(parts=parts, peak=terminal.gib(memory.device_peak_bytes),
                peak_share=memory.device_peak_bytes / scale, scale_label=scale_label)  # fmt: skip
 
 

@@ -30,17 +30,17 @@ from collections.abc import Callable
 import optuna
 from optuna.trial import TrialState
 
-from advisor import throughput_model
-from advisor.backend import Backend
-from advisor.design import Design
-from advisor.feasibility import Feasibility, MemoryEstimate
-from advisor.memory_model import Target, family_key
+from advisor.estimation.memory_line import Target, family_key
 from advisor.result import Status, TrialResult
-from advisor.space import Choice, Space, as_int
+from advisor.search import throughput_model
+from advisor.search.backend import Backend
+from advisor.search.design import Design
+from advisor.search.feasibility import Feasibility, MemoryEstimate
+from advisor.search.space import Choice, Space, as_int
+from advisor.search.steps import Step, SweepProgress
+from advisor.search.study import CONSTRAINT, OWNER, TRIAL_ID
 from advisor.spec import Checkpointing, TrialSpec
-from advisor.steps import Step, SweepProgress
 from advisor.store.sharing import Alone, Others
-from advisor.study import CONSTRAINT, OWNER, TRIAL_ID
 
 NEAR_MISS = 0.10  # over the budget by at most this: expandable segments may make it fit
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up

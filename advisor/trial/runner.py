@@ -20,8 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import advisor
-from advisor import fork_server, gpus, oom_killer
+from advisor import gpus, paths
 from advisor.config import MeasureConfig
 from advisor.errors import WorkloadError
 from advisor.result import (
@@ -34,6 +33,7 @@ from advisor.result import (
     throughput_from_dict,
 )
 from advisor.spec import Precision, TrialSpec
+from advisor.trial import fork_server, oom_killer
 
 STDERR_TAIL_CHARS = 3000  # how much of a crashed worker's output a result keeps
 
@@ -217,7 +217,7 @@ def worker_environment(
     setting (which must be in the environment before CUDA starts), its GPU, and the shared
     compile cache."""
     env = dict(os.environ)
-    own = str(Path(advisor.__file__).resolve().parent.parent)  # a checkout, or site-packages
+    own = str(paths.PACKAGE.parent)  # a checkout, or site-packages
     # not the current folder (`python -m advisor` puts it first): a workload file's folder is
     # put there by the workload's loader, in the worker too
     here = Path.cwd().resolve()

@@ -1,5 +1,5 @@
 """What the GPU runs differently from the CPU, emulated on fake CPU tensors above autograd, where
-it changes what backward saves (advisor/fake_step.py runs the step under it):
+it changes what backward saves (advisor/estimation/fake_step.py runs the step under it):
 - CUDA autocast's policy (matmuls and convolutions in 16 bits; norms, softmax, losses and pow in
   fp32), instead of the CPU's;
 - attention as CUDA's fused kernels keep it: no attention matrix and no dropout mask saved, and

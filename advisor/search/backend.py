@@ -11,9 +11,9 @@ from typing import Protocol
 
 from advisor.config import MeasureConfig
 from advisor.result import TrialResult
-from advisor.runner import run_trial
 from advisor.spec import TrialSpec
 from advisor.store.store import Store
+from advisor.trial.runner import run_trial
 
 
 class Backend(Protocol):

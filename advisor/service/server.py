@@ -1,4 +1,4 @@
-"""advisor serve: the JSON API (api.py) and the dashboard (dashboard.py) over one results
+"""advisor serve: the JSON API (http_api.py) and the dashboard (dashboard.py) over one results
 database, read-only: it is opened without migrating it or storing the spool's trials, and
 every route is a GET that measures, builds and imports nothing."""
 
@@ -13,10 +13,11 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
 
-from advisor import __version__, api, dashboard
 from advisor.errors import ConfigError, NotStored, StoreError
+from advisor.service import dashboard, http_api
 from advisor.store import schema
 from advisor.store.store import Store, existing
+from advisor.version import version
 
 
 def open_store(url: str | None) -> Store:
@@ -41,10 +42,10 @@ def check_listening(host: str, port: int) -> None:
 def create_app(store: Store) -> FastAPI:
     app = FastAPI(
         title="advisor",
-        version=__version__,
+        version=version(),
         summary="Stored GPU memory and throughput measurements of training steps, read-only.",
     )
-    app.include_router(api.router(store))
+    app.include_router(http_api.router(store))
     app.include_router(dashboard.router(store))
 
     def answer(

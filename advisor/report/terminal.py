@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from advisor.memory_model import Target
+from advisor.estimation.memory_line import Target
 from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.result import (
     Category,
@@ -19,11 +19,11 @@ from advisor.result import (
     Throughput,
     TrialResult,
 )
+from advisor.search.steps import Step, SweepProgress
 from advisor.spec import Device, TrialSpec
-from advisor.steps import Step, SweepProgress
 
 if TYPE_CHECKING:  # (the estimator brings torch; history's tables need none)
-    from advisor.estimator import Calibration, Estimate
+    from advisor.estimation.estimator import Calibration, Estimate
 
 # The categories of a breakdown, in the order they are stacked, with their colours.
 COLOURS = {

@@ -12,9 +12,9 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
-from advisor import report
+from advisor.report import terminal
+from advisor.search.steps import Step, SweepProgress
 from advisor.spec import TrialSpec
-from advisor.steps import Step, SweepProgress
 
 
 def _clock(seconds: float) -> str:
@@ -66,7 +66,7 @@ class SweepDisplay:
                 task = self.bar.add_task("", total=None, times="", count="")
             else:
                 task = self.slots[slot][0]
-            self.slots[slot] = (task, report.describe_spec(spec), time.perf_counter())
+            self.slots[slot] = (task, terminal.describe_spec(spec), time.perf_counter())
         self.phase(slot, "starting")
 
     def phase(self, slot: int, phase: str) -> None:
@@ -78,7 +78,7 @@ class SweepDisplay:
 
     def step(self, progress: SweepProgress, step: Step) -> None:
         # one line a step in a log; wrapped at words in a terminal (not mid-word by it)
-        line = report.sweep_step_line(progress, step, self.trials)
+        line = terminal.sweep_step_line(progress, step, self.trials)
         self.console.print(line, soft_wrap=not self.console.is_terminal)
         with self._lock:
             self.measured = progress.measured

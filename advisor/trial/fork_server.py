@@ -1,9 +1,9 @@
 """The fork server: each trial a process forked from one that has imported torch once.
 
 A trial's process used to import torch for itself, 2-3 s of every trial. The server (python -m
-advisor.fork_server ANSWERS_FD) imports advisor.worker, torch, torch._dynamo, the built-in
-workloads (advisor.catalog) and the model code of the libraries the workload uses (transformers,
-torchvision) once; it never starts CUDA, and forks a process per trial, which
+advisor.trial.fork_server ANSWERS_FD) imports advisor.trial.worker, torch, torch._dynamo, the
+built-in workloads (advisor.catalog) and the model code of the libraries the workload uses
+(transformers, torchvision) once; it never starts CUDA, and forks a process per trial, which
 still has a process of its own (its CUDA state, a crash or a leak end with it) and starts in
 milliseconds.
 
@@ -60,7 +60,7 @@ class ForkServer:
         self.process = subprocess.Popen(
             # -P: the current folder is not put first on the trial's path (a numpy.py there
             # was imported); a workload file's folder is, by the workload's loader
-            [sys.executable, "-P", "-m", "advisor.fork_server", str(theirs)],
+            [sys.executable, "-P", "-m", "advisor.trial.fork_server", str(theirs)],
             stdin=subprocess.PIPE,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -220,7 +220,7 @@ def main(answers_fd: int) -> None:
         import torch._dynamo  # noqa: F401
 
         import advisor.catalog  # noqa: F401  (the built-in workloads)
-        import advisor.worker  # noqa: F401
+        import advisor.trial.worker  # noqa: F401
 
         _import_model_libraries(os.environ.get(MODEL_LIBRARIES, ""))
     server, last = os.getpid(), None
@@ -259,7 +259,7 @@ def _trial_process(folder: Path, server: int) -> int:
         os.dup2(nothing, 0)
         os.close(output)
         os.close(nothing)
-        from advisor.worker import trial
+        from advisor.trial.worker import trial
 
         trial(folder)
     except SystemExit as stop:  # as Python would exit with it

@@ -4,9 +4,9 @@ FakeTensorMode runs the real model code with no memory behind the tensors; a dis
 counts the bytes each storage would take, rounded as the CUDA caching allocator rounds (512 B),
 and traces when each comes and goes. Fake tensors live on the CPU (fake CUDA tensors need a CUDA
 driver), so what the GPU would run differently is emulated above autograd
-(advisor/cuda_emulation.py); below it, the engine's gradient sums are counted in place where
+(cuda_emulation.py); below it, the engine's gradient sums are counted in place where
 CUDA's are (the engine does not make them so for fake tensors). The trace can be replayed
-through the caching allocator's model (advisor/allocator.py).
+through the caching allocator's model (advisor/estimation/allocator.py).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from torch.nn.modules.conv import _ConvNd
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_leaves
 
-from advisor.allocator import Block, CachingAllocator
-from advisor.cuda_emulation import step_precision
+from advisor.estimation.allocator import Block, CachingAllocator
+from advisor.estimation.cuda_emulation import step_precision
 from advisor.spec import Checkpointing, Device, TrialSpec
-from advisor.training import build_model, checkpoint_blocks, device_batch, workload_of
+from advisor.trial.training import build_model, checkpoint_blocks, device_batch, workload_of
 
 BLOCK = 512  # the caching allocator rounds every block to this many bytes
 TOP_MODULES = 10

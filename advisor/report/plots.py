@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, ParamSpec
 
 from advisor.recommendation import Recommendation
-from advisor.report import CATEGORIES, HEX, OVERHEAD, describe, gib
+from advisor.report.terminal import CATEGORIES, HEX, OVERHEAD, describe, gib
 from advisor.result import Status, TrialResult
 
 P = ParamSpec("P")

@@ -20,13 +20,12 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from advisor import config, gpus, search, study
-from advisor.backend import WorkerBackend
+from advisor import config, gpus
 from advisor.config import MeasureConfig, device_of, load, trial_spec, workload_identity
 from advisor.errors import ConfigError, WorkloadError
-from advisor.estimator import Estimate, Estimator
-from advisor.estimator import estimate as estimate_spec
-from advisor.memory_model import Target
+from advisor.estimation.estimator import Estimate, Estimator
+from advisor.estimation.estimator import estimate as estimate_spec
+from advisor.estimation.memory_line import Target
 from advisor.recommendation import (
     DISAGREE,
     Against,
@@ -38,13 +37,16 @@ from advisor.recommendation import (
 )
 from advisor.recommendation import recommend as recommend_from
 from advisor.result import Status, TrialResult
-from advisor.runner import run_trial
-from advisor.space import Space, space_of
+from advisor.search import study
+from advisor.search.backend import WorkerBackend
+from advisor.search.space import Space, space_of
+from advisor.search.steps import Step, SweepProgress
+from advisor.search.sweeper import POLL_S, Sweeper
 from advisor.spec import Device, TrialSpec
-from advisor.steps import Step, SweepProgress
 from advisor.store.sharing import Others, SharedSweep
 from advisor.store.store import Store, Sweep, existing, study_url
 from advisor.target import target_of, trial_cap
+from advisor.trial.runner import run_trial
 from advisor.workload import Workload
 
 # A workload as the Python API takes it: a bundled model's name ("resnet50"), a source
@@ -285,7 +287,7 @@ def sweep(
     history = store.trials(model=base.model.name)
     # the same command running elsewhere (another GPU, another host) joins this sweep
     with contextlib.closing(SharedSweep(store, sweep_id)) as others:
-        sweeper = search.Sweeper(
+        sweeper = Sweeper(
             space,
             target,
             backend,
@@ -370,7 +372,7 @@ class _Answer:
             claim = f"answer-{setting.hash}"
             if not self.others.take(claim) or len(self._measurements(setting)) > len(known):
                 while claim in self.others.busy():  # another process measures it again
-                    time.sleep(search.POLL_S)
+                    time.sleep(POLL_S)
                 self.others.drop(claim)
                 continue  # and its measurement counts here too
             made[setting.hash] = made.get(setting.hash, 0) + 1

@@ -19,8 +19,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 
 from advisor.errors import ConfigError
-from advisor.memory_model import Target
-from advisor.space import Space
+from advisor.estimation.memory_line import Target
+from advisor.search.space import Space
 from advisor.store import schema
 
 STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials

@@ -13,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from advisor.report import CUT_LEGEND, describe, gib, rate, trial_report
+from advisor.report.terminal import CUT_LEGEND, describe, gib, rate, trial_report
 from advisor.result import Environment, TrialResult
 from advisor.spec import Device
 

@@ -33,9 +33,16 @@ from torch.utils.flop_counter import FlopCounterMode
 from advisor import gpus
 from advisor.config import MeasureConfig
 from advisor.result import Memory, Phase, Throughput, TimingStop
-from advisor.snapshot import MemorySnapshot
 from advisor.spec import Device, TrialSpec
-from advisor.training import Training, build, build_model, device_batch, train_step, workload_of
+from advisor.trial.snapshot import MemorySnapshot
+from advisor.trial.training import (
+    Training,
+    build,
+    build_model,
+    device_batch,
+    train_step,
+    workload_of,
+)
 
 # fp16's GradScaler starts at a scale of 2**16 and halves it, skipping the optimizer step, while
 # gradients overflow: warm-up goes on (up to this many steps) until a step really updates, so
