@@ -18,8 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from advisor import extras, workload
-from advisor.errors import ConfigError
-from advisor.estimation.memory_line import DEFAULT_MARGIN
+from advisor.errors import ConfigError, first_line
 from advisor.gpus import local_gpu
 from advisor.paths import CONF_DIR
 from advisor.spec import (
@@ -31,18 +30,11 @@ from advisor.spec import (
     WorkloadIdentity,
     WorkloadSpec,
 )
+from advisor.target import DEFAULT_MARGIN
+from advisor.trial.timing import MeasureConfig
 
 # Keys of an optimizer node that describe it; the rest are the builder's arguments.
 OPTIMIZER_META_KEYS = ("name", "algorithm")
-
-
-@dataclasses.dataclass
-class MeasureConfig:
-    warmup_steps: int = 3  # untimed steps first (cuDNN autotuning, compilation); at least 3
-    min_timed_steps: int = 10  # timed steps before the spread is looked at
-    max_timed_steps: int = 100  # stop timing here even if the rate is not yet that precise
-    max_timed_s: float = 30.0  # ... or after this many seconds of timed steps
-    target_precision: float = 0.01  # stop once the median step's 95% interval is within this
 
 
 @dataclasses.dataclass
@@ -331,8 +323,7 @@ ITEMS = {"integer": "whole numbers", "float": "numbers"}
 def _one_line(error: Exception, overrides: tuple[str, ...]) -> str:
     """Hydra's and OmegaConf's errors, cut to the line a user needs, naming the override given."""
     cause = error.__cause__ or error  # Hydra wraps OmegaConf's validation errors
-    text = str(cause).strip()
-    first = text.splitlines()[0] if text else type(cause).__name__
+    first = first_line(cause)
     missing = re.search(r"Could not find '([^/']+)/([^']*)'", first)
     if missing:  # an unknown choice in a config group: list the options
         group, given = missing.groups()

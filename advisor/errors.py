@@ -24,3 +24,15 @@ class NotStored(AdvisorError, LookupError):
 
 class StoreError(AdvisorError):
     """The results database cannot be opened or written (exit status 1)."""
+
+
+def first_line(error: BaseException) -> str:
+    """What an error says, its first line only; its type's name where it says nothing."""
+    said = str(error).strip()
+    return said.splitlines()[0] if said else type(error).__name__
+
+
+def error_line(error: BaseException) -> str:
+    """An exception in one line: its type and its message's first line."""
+    said = str(error).strip()
+    return f"{type(error).__name__}: {said.splitlines()[0]}" if said else type(error).__name__

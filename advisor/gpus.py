@@ -22,6 +22,11 @@ from omegaconf import OmegaConf
 
 from advisor.paths import CONF_DIR
 
+# What a trial's process holds on a GPU beyond the allocator: the CUDA context, cuBLAS/cuDNN
+# handles and loaded kernels (742-764 MiB on the H200's 54 trials, experiments/2026-11-30-
+# h200-memory); the estimate adds it, and a trial capped to a smaller target leaves room for it.
+DEFAULT_CONTEXT_BYTES = 762 * 2**20
+
 
 @dataclasses.dataclass(frozen=True)
 class GpuProfile:

@@ -10,13 +10,12 @@ import datetime
 import enum
 from collections.abc import Mapping
 
-from advisor import gpus
 from advisor.errors import ConfigError, NotStored
-from advisor.estimation.memory_line import DEFAULT_MARGIN, Target
 from advisor.recommendation import Recommendation, recommend, run_on
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
 from advisor.store.store import Store, Sweep, TrialFilter, existing
+from advisor.target import DEFAULT_MARGIN, Target, target_for
 
 FILTERS = ("model", "workload", "status", "gpu", "torch", "since", "until", "sweep", "hash",
            "limit")  # fmt: skip
@@ -93,27 +92,6 @@ def trial_query(
                       spec_hash=given.get("hash"), limit=limit, where=where)  # fmt: skip
 
 
-def target_named(gpu: str | None, memory: str | None, margin: float = DEFAULT_MARGIN) -> Target:
-    """A target GPU named without a GPU here: a profile (gpu=a100_40gb) or a budget
-    (memory=24GiB, which wins where both are given)."""
-    if not 0 <= margin < 1:
-        raise ConfigError(f"margin must be a fraction in [0, 1), got {margin}")
-    if memory:
-        try:
-            memory_bytes = gpus.parse_bytes(memory)
-        except ValueError as error:
-            raise ConfigError(f"gpu memory: {error}") from None
-        if gpu is None:
-            return Target.budget(memory_bytes, margin)
-        return Target(name=gpu, memory_bytes=memory_bytes, margin=margin)
-    profiles = gpus.load_profiles()
-    if gpu not in profiles:
-        named = f"unknown gpu {gpu!r}; " if gpu else ""
-        raise ConfigError(f"{named}name a GPU ({', '.join(profiles)}) or a memory (24GiB)")
-    profile = profiles[gpu]
-    return Target(name=profile.name, memory_bytes=profile.memory_bytes, margin=margin)
-
-
 def stored_trial(store: Store, trial_id: int) -> TrialResult:
     result = store.get(trial_id)
     if result is None:
@@ -145,7 +123,7 @@ def recommendation(store: Store, given: Mapping[str, str]) -> Recommendation:
         margin = float(given.get("margin", DEFAULT_MARGIN))
     except ValueError:
         raise ConfigError(f"margin must be a fraction in [0, 1), got {given['margin']!r}") from None
-    target = target_named(given.get("gpu"), given.get("memory"), margin)
+    target = target_for(given.get("gpu"), given.get("memory"), margin, memory_named="gpu memory")
     batch = given.get("effective_batch_size")
     if batch is not None:
         batch_size = _whole(batch, "effective_batch_size", "a positive whole number")

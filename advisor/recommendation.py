@@ -7,9 +7,9 @@ import dataclasses
 from collections.abc import Sequence
 
 from advisor.errors import ConfigError
-from advisor.estimation.memory_line import Target
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
+from advisor.target import Target
 
 MIN_TRIALS = 3  # fewer measured settings than this is too thin to recommend from
 DISAGREE = 0.05  # measurements of one setting further apart than this disagree

@@ -21,11 +21,10 @@ import torch
 from omegaconf import DictConfig
 
 from advisor import config, gpus
-from advisor.config import MeasureConfig, device_of, load, trial_spec, workload_identity
+from advisor.config import device_of, load, trial_spec, workload_identity
 from advisor.errors import ConfigError, WorkloadError
 from advisor.estimation.estimator import Estimate, Estimator
 from advisor.estimation.estimator import estimate as estimate_spec
-from advisor.estimation.memory_line import Target
 from advisor.recommendation import (
     DISAGREE,
     Against,
@@ -45,8 +44,9 @@ from advisor.search.sweeper import POLL_S, Sweeper
 from advisor.spec import Device, TrialSpec
 from advisor.store.sharing import Others, SharedSweep
 from advisor.store.store import Store, Sweep, existing, study_url
-from advisor.target import target_of, trial_cap
+from advisor.target import Target, target_for, trial_cap
 from advisor.trial.runner import run_trial
+from advisor.trial.timing import MeasureConfig
 from advisor.workload import Workload
 
 # A workload as the Python API takes it: a bundled model's name ("resnet50"), a source
@@ -142,7 +142,7 @@ def estimate(
     cfg = configure(workload, ["device=cuda", *overrides], **settings)
     _one_trial_only(cfg, "estimate")
     spec = trial_spec(cfg)
-    target = target_of(cfg, spec.device)
+    target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, spec.device)
     history = Store(cfg.db_url).trials(model=spec.model.name, status="ok")
     return estimate_spec(spec, target, history)
 
@@ -166,7 +166,11 @@ def recommend(
             "arguments (a workload edited since is another); sweep it as it is now"
         )
     history = run_on(same, device, identity.name)
-    return recommend_from(history, target_of(cfg, device), cfg.effective_batch_size)
+    return recommend_from(
+        history,
+        target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, device),
+        cfg.effective_batch_size,
+    )
 
 
 NEAR = 0.02  # the time to the answer: until a setting within this of its rate was measured
@@ -237,7 +241,7 @@ def plan(
     cfg = configure(workload, given)
     base = trial_spec(cfg)
     check_device(base, sweeping_on_auto=str(cfg.device) == "auto")
-    target = target_of(cfg, base.device)
+    target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, base.device)
     local = gpus.local_gpu() if base.device is Device.cuda else None
     cap = trial_cap(target, local.memory_bytes if local else None)
     if base.memory_cap_bytes is None and cap is not None:

@@ -30,7 +30,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils._pytree import tree_leaves
 
-from advisor.errors import AdvisorError, WorkloadError
+from advisor.errors import AdvisorError, WorkloadError, error_line
 from advisor.spec import WorkloadIdentity, WorkloadSpec
 
 # Libraries whose version is part of a trial's identity: they build the models.
@@ -353,9 +353,3 @@ def _libraries_used(source: str, arguments: Any) -> list[str]:
         text = "".join(path.read_text() for path in _source_files(source, {}))
     used += _IMPORT.findall(text)
     return [name for name in MODEL_LIBRARIES if name in used]
-
-
-def error_line(error: BaseException) -> str:
-    """An exception in one line: its type and its message's first line."""
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

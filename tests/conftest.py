@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy.engine import make_url
 
-from advisor.config import MeasureConfig, load, trial_spec
+from advisor.config import load, trial_spec
 from advisor.spec import TrialSpec
+from advisor.trial.timing import MeasureConfig
 
 # Few timed steps: the tests check what is measured, not how fast.
 FAST = MeasureConfig(warmup_steps=3, min_timed_steps=3, max_timed_steps=5, max_timed_s=2.0)

@@ -14,15 +14,16 @@ from test_cli import MEMORY_KEYS, advisor, trial_count
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from advisor.estimation.allocator import OutOfMemory
-from advisor.estimation.estimator import DEFAULT_CONTEXT_BYTES, estimate
+from advisor.estimation.estimator import estimate
 from advisor.estimation.fake_step import (
     _gradient_sums_marked,
     _StorageBytes,
     fake_step,
     replayed_reserved,
 )
-from advisor.estimation.memory_line import Target
+from advisor.gpus import DEFAULT_CONTEXT_BYTES
 from advisor.result import Memory, Phase, Status, Throughput, TrialResult
+from advisor.target import Target
 from advisor.trial.runner import run_trial
 
 BIG = Target("big", 2**40, 0.05)

@@ -137,9 +137,8 @@ def test_causal_lms_train_without_a_kv_cache_and_compute_their_own_loss():
 
 
 def test_timing_stops_once_the_rate_is_known_or_cannot_beat_the_best():
-    from advisor.config import MeasureConfig
     from advisor.result import TimingStop
-    from advisor.trial.measure import CUT_AFTER_STEPS, median_ci95, time_steps
+    from advisor.trial.timing import CUT_AFTER_STEPS, MeasureConfig, median_ci95, time_steps
 
     training = build(spec_of("model=tiny_mlp", "batch_size=32"), torch.device("cpu"))
     loose = MeasureConfig(min_timed_steps=5, max_timed_steps=500, max_timed_s=20.0,
@@ -159,7 +158,7 @@ def test_timing_stops_once_the_rate_is_known_or_cannot_beat_the_best():
 
 
 def test_the_median_interval_uses_order_statistics():
-    from advisor.trial.measure import median_ci95
+    from advisor.trial.timing import median_ci95
 
     assert median_ci95([1.0]) == 0.0
     # n = 10: ranks 1 and 8 (0-based) bound the median: (8 - 1) / 2
@@ -207,8 +206,8 @@ def test_a_compiled_cpu_trial_compiles_before_timing_not_in_it(monkeypatch):
     now made before timing, and counted as compiling."""
     from torch._dynamo.utils import counters
 
-    from advisor.config import MeasureConfig
     from advisor.trial import measure as measuring
+    from advisor.trial.timing import MeasureConfig
 
     graphs_at: dict[str, int] = {}
     timed = measuring.time_steps

@@ -7,8 +7,8 @@ import dataclasses
 from fake_backend import GiB, fake_result
 
 from advisor.config import load, trial_spec
-from advisor.estimation.memory_line import Target
 from advisor.recommendation import recommend, typical
+from advisor.target import Target
 
 SETTINGS = ["model=resnet50", "device=cpu", "precision=fp32"]
 TARGET = Target("big", 80 * GiB, 0.05)

@@ -9,10 +9,10 @@ from rich.console import Console
 from test_search import SPACE
 
 from advisor.config import load, trial_spec
-from advisor.estimation.memory_line import Target
 from advisor.recommendation import against, recommend
 from advisor.report import terminal
 from advisor.result import TimingStop
+from advisor.target import Target
 
 
 def test_the_report_shares_the_targets_memory_and_explains_only_a_cut_it_shows():

@@ -9,15 +9,15 @@ import pytest
 from fake_backend import CAPACITY, ENVIRONMENT, FakeBackend, GiB, line, peak
 
 from advisor.config import load, trial_spec
-from advisor.estimation.estimator import DEFAULT_CONTEXT_BYTES
-from advisor.estimation.memory_line import Target, fit
+from advisor.estimation.memory_line import fit
+from advisor.gpus import DEFAULT_CONTEXT_BYTES
 from advisor.recommendation import against, recommend
 from advisor.result import Failure, Phase, Status, TrialResult
 from advisor.search import study
 from advisor.search.space import space_of
 from advisor.search.sweeper import NEAR_MISS, Sweeper
 from advisor.store.store import Store
-from advisor.target import target_of, trial_cap
+from advisor.target import Target, target_for, trial_cap
 
 SPACE = [
     "model=resnet50",
@@ -35,7 +35,7 @@ def make_sweeper(store, backend, study_url, *extra, memory="24GiB"):
     cfg = load(overrides)
     base = trial_spec(cfg)
     space = space_of(cfg, overrides, base)
-    target = target_of(cfg, base.device)
+    target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, base.device)
     key = study.sweep_key(space, target, "FAKE H200", "fake")
     optuna_study = study.open_study(study_url, key)
     return Sweeper(space, target, backend, optuna_study), target
@@ -253,7 +253,7 @@ def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_ur
     cfg = load(overrides)
     base = trial_spec(cfg)
     space = space_of(cfg, overrides, base)
-    target = target_of(cfg, base.device)
+    target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, base.device)
     optuna_study = study.open_study(study_url, "estimate")
     sweeper = Sweeper(space, target, backend, optuna_study, estimate=PerfectEstimate())
     huge = dataclasses.replace(base, precision=base.precision.__class__("fp32"), batch_size=1024)

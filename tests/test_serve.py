@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from served import serving, stored_sweep
 
-from advisor.estimation.memory_line import Target
 from advisor.queries import FILTERS, RECOMMEND_PARAMS
 from advisor.recommendation import recommend
 from advisor.service.server import create_app
+from advisor.target import Target
 
 
 @pytest.fixture(scope="module")

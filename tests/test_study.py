@@ -9,10 +9,10 @@ from fake_backend import FakeBackend
 from optuna.trial import TrialState
 from test_search import PerfectEstimate, make_sweeper
 
-from advisor.estimation.memory_line import Target
 from advisor.result import Status
 from advisor.search import study
 from advisor.store.store import Store
+from advisor.target import Target
 
 
 def test_the_study_respects_the_budget_and_names_advisors_trials(db_url, study_url):

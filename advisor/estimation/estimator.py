@@ -18,16 +18,17 @@ from typing import Any
 from advisor import config
 from advisor.estimation.allocator import OutOfMemory as AllocatorOutOfMemory
 from advisor.estimation.fake_step import FakeStep, fake_step, replayed_reserved, step_between
-from advisor.estimation.memory_line import Target, fit
+from advisor.estimation.memory_line import family_key, fit
+from advisor.gpus import DEFAULT_CONTEXT_BYTES
 from advisor.result import Category, Status, TrialResult
 from advisor.spec import Checkpointing, Device, OptimizerSpec, TrialSpec
+from advisor.target import Target
 
 # Defaults for what a fake run cannot see, from the H200's 54 trials in experiments/2026-11-30-
 # h200-memory: steady peak reserved / steady peak allocated (median; checkpointing's recompute
-# leaves the cache more fragmented), and what a trial's process held beyond the allocator
-# (742-764 MiB: the context, cuBLAS/cuDNN handles, loaded kernels).
+# leaves the cache more fragmented); what a trial's process held beyond the allocator is
+# gpus.DEFAULT_CONTEXT_BYTES.
 DEFAULT_RESERVED_FACTOR = {Checkpointing.none: 1.11, Checkpointing.blocks: 1.31}
-DEFAULT_CONTEXT_BYTES = 762 * 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -372,7 +373,7 @@ def _most_alike(spec: TrialSpec, measured: list[TrialResult]) -> list[TrialResul
     fake run: all but the batch first, then precision (cuDNN's workspaces), checkpointing
     (recompute) and channels_last."""
     keys = [
-        lambda s: dataclasses.replace(s.uncapped, batch_size=1).hash,
+        family_key,
         lambda s: (s.precision, s.checkpointing, s.channels_last),
         lambda s: (s.precision, s.checkpointing),
         lambda s: s.precision,

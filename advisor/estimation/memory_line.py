@@ -14,8 +14,6 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from advisor import gpus
-from advisor.result import Status, TrialResult
 from advisor.spec import TrialSpec
 
 
@@ -58,39 +56,3 @@ def fit(points: Sequence[tuple[int, int]], fixed_bytes: int | None = None) -> Af
     intercept = mean_p - slope * mean_b
     residual = max(abs(p - (intercept + slope * b)) for b, p in points)
     return AffineFit(intercept, slope, residual, n)
-
-
-DEFAULT_MARGIN = 0.05  # fraction of the target's memory kept free unless margin= says
-
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-    """The GPU memory a sweep must fit: a profile's, a budget, or the local GPU's."""
-
-    name: str
-    memory_bytes: int
-    margin: float  # fraction kept free
-
-    @classmethod
-    def budget(cls, memory_bytes: int, margin: float) -> Target:
-        """A memory budget (gpu.memory=24GiB) and no GPU's name: named by its size."""
-        return cls(gpus.format_bytes(memory_bytes), memory_bytes, margin)
-
-    @property
-    def is_budget(self) -> bool:
-        return self.name == gpus.format_bytes(self.memory_bytes)
-
-    @property
-    def allowed_bytes(self) -> int:
-        return int(self.memory_bytes * (1 - self.margin))
-
-    def excess(self, peak_bytes: float) -> float:
-        """Optuna's constraint value: <= 0 fits."""
-        return (peak_bytes - self.allowed_bytes) / self.allowed_bytes
-
-    def fits(self, result: TrialResult) -> bool:
-        return (
-            result.status is Status.ok
-            and result.memory is not None
-            and (result.memory.device_peak_bytes <= self.allowed_bytes)
-        )

@@ -10,7 +10,6 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from advisor.estimation.memory_line import Target
 from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.result import (
     Category,
@@ -21,6 +20,7 @@ from advisor.result import (
 )
 from advisor.search.steps import Step, SweepProgress
 from advisor.spec import Device, TrialSpec
+from advisor.target import Target
 
 if TYPE_CHECKING:  # (the estimator brings torch; history's tables need none)
     from advisor.estimation.estimator import Calibration, Estimate

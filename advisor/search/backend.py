@@ -9,11 +9,11 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from advisor.config import MeasureConfig
 from advisor.result import TrialResult
 from advisor.spec import TrialSpec
 from advisor.store.store import Store
 from advisor.trial.runner import run_trial
+from advisor.trial.timing import MeasureConfig
 
 
 class Backend(Protocol):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
-from advisor.estimation.memory_line import Target
 from advisor.result import TrialResult
 from advisor.search.space import Choice, Space
+from advisor.target import Target
 
 
 class Stage(enum.Enum):

@@ -9,9 +9,10 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Protocol
 
-from advisor.estimation.memory_line import AffineFit, Target, family_key, fit
+from advisor.estimation.memory_line import AffineFit, family_key, fit
 from advisor.result import Status, TrialResult
 from advisor.spec import TrialSpec
+from advisor.target import Target
 
 CLEARLY_OVER = 0.03  # skip a spec when the memory line puts it this far over, beyond its error
 CLEARLY_OVER_ESTIMATE = 0.15  # ... or this far by the fake-tensor estimate, when no line exists

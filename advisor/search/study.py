@@ -19,9 +19,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 
 from advisor.errors import ConfigError
-from advisor.estimation.memory_line import Target
 from advisor.search.space import Space
 from advisor.store import schema
+from advisor.target import Target
 
 STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
 CONSTRAINT = "device_memory"  # the constraint's name in Optuna: (peak - allowed) / allowed

@@ -30,7 +30,7 @@ from collections.abc import Callable
 import optuna
 from optuna.trial import TrialState
 
-from advisor.estimation.memory_line import Target, family_key
+from advisor.estimation.memory_line import family_key
 from advisor.result import Status, TrialResult
 from advisor.search import throughput_model
 from advisor.search.backend import Backend
@@ -41,6 +41,7 @@ from advisor.search.steps import Step, SweepProgress
 from advisor.search.study import CONSTRAINT, OWNER, TRIAL_ID
 from advisor.spec import Checkpointing, TrialSpec
 from advisor.store.sharing import Alone, Others
+from advisor.target import Target
 
 NEAR_MISS = 0.10  # over the budget by at most this: expandable segments may make it fit
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
     from alembic.script import ScriptDirectory
 
-from advisor.errors import StoreError
+from advisor.errors import StoreError, first_line
 from advisor.paths import MIGRATIONS
 from advisor.version import version
 
@@ -118,7 +118,7 @@ def _stamped(engine: Engine) -> str | None:
         with engine.connect() as connection:
             found = connection.execute(text("SELECT version_num FROM alembic_version")).all()
     except DatabaseError as error:
-        said = first_line(error).lower()
+        said = said_by_database(error).lower()
         if "no such table" in said or "does not exist" in said:  # SQLite's words, PostgreSQL's
             return None
         raise  # (a server that cannot be reached is not tried twice)
@@ -172,7 +172,7 @@ def why_unusable(url: str, error: BaseException, waited_s: float | None = None) 
     """The one line for a database that cannot be opened or written, by what the driver said;
     `waited_s`: how long a SQLite writer waited for the lock in all (its retries included;
     default, the busy timeout)."""
-    said = first_line(error)
+    said = said_by_database(error)
     lowered = said.lower()
     if "locked" in lowered or "could not obtain lock" in lowered:
         waited_s = BUSY_TIMEOUT_S if waited_s is None else waited_s
@@ -191,7 +191,6 @@ def why_unusable(url: str, error: BaseException, waited_s: float | None = None) 
     return StoreError(f"the results database {shown(url)} {what} ({said}): {todo}")
 
 
-def first_line(error: BaseException) -> str:
-    cause = getattr(error, "orig", None) or error  # the DBAPI's own message, without SQL
-    said = str(cause).strip()
-    return said.splitlines()[0] if said else type(cause).__name__
+def said_by_database(error: BaseException) -> str:
+    """The first line of what the database driver said (SQLAlchemy's message repeats the SQL)."""
+    return first_line(getattr(error, "orig", None) or error)

@@ -196,7 +196,7 @@ class Store:
             except OperationalError:
                 break  # the database still refuses writes: they all wait
             except SQLAlchemyError as error:  # this one never will be (its sweep is gone, say)
-                spool.set_aside(kept.path, schema.first_line(error))
+                spool.set_aside(kept.path, schema.said_by_database(error))
                 continue
             kept.path.unlink()
         return stored

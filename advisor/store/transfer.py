@@ -95,7 +95,7 @@ def _from_export(path: Path) -> Iterator[TrialResult]:
         records = data["trials"]
         results = [from_record(record) for record in records]
     except (OSError, ValueError, KeyError, TypeError) as error:
-        said = schema.first_line(error)
+        said = schema.said_by_database(error)
         raise ConfigError(f"{path}: cannot be imported ({said}); give an export made by "
                           "advisor export out=FILE.json, or a database") from None  # fmt: skip
     yield from results

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from advisor import gpus, paths
-from advisor.config import MeasureConfig
 from advisor.errors import WorkloadError
 from advisor.result import (
     Environment,
@@ -34,6 +33,7 @@ from advisor.result import (
 )
 from advisor.spec import Precision, TrialSpec
 from advisor.trial import fork_server, oom_killer
+from advisor.trial.timing import MeasureConfig
 
 STDERR_TAIL_CHARS = 3000  # how much of a crashed worker's output a result keeps
 

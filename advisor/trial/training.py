@@ -19,7 +19,7 @@ from torch import nn
 from torch.utils._pytree import tree_map
 
 from advisor import workload as workloads
-from advisor.errors import WorkloadError
+from advisor.errors import WorkloadError, error_line
 from advisor.result import Phase
 from advisor.spec import Checkpointing, Precision, TrialSpec, WorkloadSpec
 from advisor.workload import Workload
@@ -87,7 +87,7 @@ def _optimizer(spec: TrialSpec, model: nn.Module) -> torch.optim.Optimizer:
     except (TypeError, ValueError) as error:
         given = ", ".join(f"{k}={v!r}" for k, v in builder.items() if not k.startswith("_"))
         raise WorkloadError(
-            f"optimizer {spec.optimizer.name} ({given}) raised {workloads.error_line(error)}; "
+            f"optimizer {spec.optimizer.name} ({given}) raised {error_line(error)}; "
             "its arguments are set as optimizer.NAME=VALUE"
         ) from None
     return optimizer

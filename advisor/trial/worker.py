@@ -24,11 +24,12 @@ from typing import Any
 import torch
 
 from advisor import gpus
-from advisor.config import MeasureConfig
 from advisor.errors import WorkloadError
 from advisor.result import Environment, Failure, Status
 from advisor.spec import Device, TrialSpec, plain
-from advisor.trial.measure import OutOfMemory, apply_memory_cap, measure
+from advisor.trial.measure import measure
+from advisor.trial.out_of_memory import OutOfMemory, apply_memory_cap
+from advisor.trial.timing import MeasureConfig
 from advisor.version import version
 
 # Read on import, before a trial's memory cap: under a 2 MiB cap, reading the package's

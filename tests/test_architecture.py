@@ -1,0 +1,127 @@
+"""The house as ARCHITECTURE.md draws it, read off the code: imports run one way, down the
+layers below; no module imports itself back through others; nothing inside the package imports
+its face (advisor/__init__.py, which imports the verbs); no module outgrows one concept."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "advisor"
+
+# Each part of the package (a top-level module, or a concept folder) may import only the parts
+# before it. The order is ARCHITECTURE.md's layers, lowest first.
+LAYERS = (
+    "errors", "version", "paths", "extras",  # what everything may use
+    "spec", "gpus", "result", "workload", "target",  # the shared nouns
+    "models", "catalog",  # the bundled models
+    "store",  # the results database
+    "trial",  # one setting measured, in its own process
+    "config",  # Hydra: settings composed into specs
+    "estimation",  # memory without a GPU
+    "recommendation",  # the fastest setting that fits, from results
+    "search",  # the sweep
+    "report",  # what the terminal shows
+    "queries",  # questions of the stored history
+    "service",  # advisor serve
+    "verbs",  # what each command does
+    "cli", "__main__", "__init__",  # the faces
+)  # fmt: skip
+MOST_LINES = 400
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+MODULES = modules()
+
+
+def imported(name: str) -> Iterator[tuple[int, str]]:
+    """The package's modules this one imports, anywhere in it (a lazy import counts too), with
+    the line; `advisor` itself where it imports the face."""
+    for node in ast.walk(ast.parse(MODULES[name].read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            targets = [
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in MODULES
+                else node.module
+                for alias in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            while target not in MODULES and "." in target:
+                target = target.rpartition(".")[0]
+            if target in MODULES and target != name:
+                yield node.lineno, target
+
+
+def part(name: str) -> str:
+    return name.split(".")[1] if "." in name else "__init__"
+
+
+def test_every_part_has_its_layer():
+    assert {part(name) for name in MODULES} == set(LAYERS)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_run_down_the_layers(name):
+    here = LAYERS.index(part(name))
+    upward = [
+        f"{MODULES[name].name}:{line} imports {target}"
+        for line, target in imported(name)
+        if LAYERS.index(part(target)) > here
+    ]
+    assert not upward, "an import runs back up: " + "; ".join(upward)
+
+
+def test_no_module_imports_itself_through_others():
+    graph = {name: {target for _, target in imported(name)} for name in MODULES}
+    done: set[str] = set()
+
+    def loop_from(name: str, path: list[str]) -> list[str] | None:
+        if name in path:
+            return [*path[path.index(name) :], name]
+        if name in done:
+            return None
+        for target in sorted(graph[name]):
+            if found := loop_from(target, [*path, name]):
+                return found
+        done.add(name)
+        return None
+
+    for name in sorted(graph):
+        assert (found := loop_from(name, [])) is None, " -> ".join(found)
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULES) - {"advisor"}))
+def test_nothing_inside_imports_the_face(name):
+    text = MODULES[name].read_text()
+    assert "advisor" not in {target for _, target in imported(name)}
+    assert "advisor.__version__" not in text and "advisor.__file__" not in text
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_a_module_holds_one_concept(name):
+    lines = len(MODULES[name].read_text().splitlines())
+    assert lines <= MOST_LINES, f"{MODULES[name]} has {lines} lines: split it along its concepts"
+
+
+def test_the_checks_can_fail():
+    """The loop and layer checks see what they must: a face import and one running up."""
+    assert ("advisor", "__init__") == ("advisor", part("advisor"))
+    assert LAYERS.index(part("advisor.cli")) > LAYERS.index(part("advisor.trial.worker"))
+    worker = {target for _, target in imported("advisor.trial.worker")}
+    assert "advisor.trial.measure" in worker and "advisor.spec" in worker
+    face = {target for _, target in imported("advisor")}
+    assert "advisor.verbs" in face  # (its lazy names are read from the TYPE_CHECKING block)
