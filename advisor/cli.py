@@ -124,6 +124,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     given = overrides or []
     from advisor import verbs
     from advisor.report.progress import SweepDisplay
+    from advisor.search.answer import NEAR
 
     cfg = verbs.configure(overrides=given)
     _check_plot(cfg.plot)
@@ -168,7 +169,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         out.print(terminal.recommendation_report(rec, outcome.confirmation))
         out.print(terminal.repeats_line(outcome.repeats, outcome.disagreement))
         out.print(terminal.baseline_line(outcome.baseline, outcome.against_baseline, rec))
-        out.print(terminal.timing_line(outcome.elapsed_s, outcome.time_to_answer_s, verbs.NEAR))
+        out.print(terminal.timing_line(outcome.elapsed_s, outcome.time_to_answer_s, NEAR))
         if largest:
             out.print(terminal.largest_batches_table(largest, outcome.target))
     if rec.considered and plot is not None:

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import os
-import sys
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +18,12 @@ import torch
 from omegaconf import DictConfig
 
 from advisor import config, gpus
+from advisor.arguments import WorkloadLike, as_overrides, workload_override
 from advisor.config import device_of, load, trial_spec, workload_identity
-from advisor.errors import ConfigError, WorkloadError
+from advisor.errors import ConfigError
 from advisor.estimation.estimator import Estimate, Estimator
 from advisor.estimation.estimator import estimate as estimate_spec
 from advisor.recommendation import (
-    DISAGREE,
     Against,
     Recommendation,
     against,
@@ -35,23 +32,19 @@ from advisor.recommendation import (
     typical,
 )
 from advisor.recommendation import recommend as recommend_from
-from advisor.result import Status, TrialResult
+from advisor.result import TrialResult
 from advisor.search import study
-from advisor.search.backend import WorkerBackend
+from advisor.search.answer import NEAR, Answer, time_to
+from advisor.search.backend import WorkerBackend, local_device, worker_slots
 from advisor.search.space import Space, space_of
 from advisor.search.steps import Step, SweepProgress
-from advisor.search.sweeper import POLL_S, Sweeper
+from advisor.search.sweeper import Sweeper
 from advisor.spec import Device, TrialSpec
-from advisor.store.sharing import Others, SharedSweep
+from advisor.store.sharing import SharedSweep
 from advisor.store.store import Store, Sweep, existing, study_url
 from advisor.target import Target, target_for, trial_cap
 from advisor.trial.runner import run_trial
 from advisor.trial.timing import MeasureConfig
-from advisor.workload import Workload
-
-# A workload as the Python API takes it: a bundled model's name ("resnet50"), a source
-# ("path/to/file.py:function", "package.module:function"), or the function itself.
-WorkloadLike = str | Callable[[], Workload] | None
 
 
 def configure(workload: WorkloadLike = None, overrides: Sequence[str] = (),
@@ -62,7 +55,7 @@ def configure(workload: WorkloadLike = None, overrides: Sequence[str] = (),
     if one_trial:
         config.refuse_search_settings(items)
     if workload is not None:
-        items.append(_workload_override(workload))
+        items.append(workload_override(workload))
     return load(items)
 
 
@@ -173,9 +166,6 @@ def recommend(
     )
 
 
-NEAR = 0.02  # the time to the answer: until a setting within this of its rate was measured
-
-
 @dataclasses.dataclass(frozen=True)
 class SweepOutcome:
     sweep_id: int
@@ -246,7 +236,7 @@ def plan(
     cap = trial_cap(target, local.memory_bytes if local else None)
     if base.memory_cap_bytes is None and cap is not None:
         base = dataclasses.replace(base, memory_cap_bytes=cap)
-    named = [*given, *([_workload_override(workload)] if workload else [])]
+    named = [*given, *([workload_override(workload)] if workload else [])]
     space = space_of(cfg, named, base, target.memory_bytes)
     return SweepPlan(cfg, base, target, cap, space, worker_slots(str(cfg.workers), base.device))
 
@@ -311,7 +301,7 @@ def sweep(
         elapsed_s = sweeper.progress.elapsed_s
         # recommended from the space asked for (the baseline may lie outside it)
         results = [r for r in sweeper.results.values() if space.params(r.spec) is not None]
-        answer = _Answer(store, backend, events, cap, device_name, torch_version, others)
+        answer = Answer(store, backend, events.measuring, cap, device_name, torch_version, others)
         rec, results = answer.settle(results, target, space.effective_batch_size)
         store.finish_sweep(sweep_id, reason)
         return SweepOutcome(
@@ -326,178 +316,6 @@ def sweep(
             results=results,
             largest_batches=dict(sweeper.largest_batches),
             elapsed_s=elapsed_s,
-            time_to_answer_s=_time_to(1 - NEAR, sweeper.progress, rec.best),
+            time_to_answer_s=time_to(1 - NEAR, sweeper.progress, rec.best),
             workers=len(slots),
         )
-
-
-class _Answer:
-    """The recommendation, measured at least twice (under the target's cap, where there is
-    one): a setting is recommended by its median measurement, a third is made when two
-    disagree by more than DISAGREE, and one that fails again gives way to the next."""
-
-    def __init__(
-        self,
-        store: Store,
-        backend: WorkerBackend,
-        events: SweepEvents,
-        cap: int | None,
-        device_name: str,
-        torch_version: str,
-        others: Others,
-    ) -> None:
-        self.store, self.backend, self.events, self.others = store, backend, events, others
-        self.cap, self.device_name, self.torch_version = cap, device_name, torch_version
-        self.repeats: list[TrialResult] = []  # the answer's measurements, newest first
-        self.excluded: set[str] = set()  # settings that failed their repeat (uncapped hash)
-
-    def settle(
-        self, results: list[TrialResult], target: Target, effective_batch_size: int | None
-    ) -> tuple[Recommendation, list[TrialResult]]:
-        """The recommendation and the results it is from (with the new measurements)."""
-        made: dict[str, int] = {}  # measurements made here, by setting: two at most
-        while True:
-            results = [r for r in results if r.spec.uncapped.hash not in self.excluded]
-            rec = recommend_from(results, target, effective_batch_size)
-            if rec.best is None:
-                self.repeats = []
-                return rec, results
-            setting = rec.best.spec.uncapped
-            known = self._measurements(setting)
-            ids = {r.id for r in results}
-            if any(r.id not in ids for r in known):  # its other measurements count too
-                results = [*results, *(r for r in known if r.id not in ids)]
-                continue
-            capped = self.cap is None or any(r.spec.memory_cap_bytes == self.cap for r in known)
-            disagree = len(known) == 2 and (disagreement(known) or 0.0) > DISAGREE
-            if (len(known) >= 2 and capped and not disagree) or made.get(setting.hash, 0) >= 2:
-                self.repeats = known
-                return rec, results
-            claim = f"answer-{setting.hash}"
-            if not self.others.take(claim) or len(self._measurements(setting)) > len(known):
-                while claim in self.others.busy():  # another process measures it again
-                    time.sleep(POLL_S)
-                self.others.drop(claim)
-                continue  # and its measurement counts here too
-            made[setting.hash] = made.get(setting.hash, 0) + 1
-            spec = dataclasses.replace(setting, memory_cap_bytes=self.cap)
-            self.events.measuring(0, spec)
-            try:
-                again = self.backend.measure(spec, repeat=True)  # stored, linked as a repeat
-            finally:
-                self.others.drop(claim)
-            if not (again.status is Status.ok and target.fits(again)):
-                self.excluded.add(setting.hash)  # it does not run (or fit) again: the next best
-
-    def _measurements(self, setting: TrialSpec) -> list[TrialResult]:
-        """The setting's ok trials in this environment, whatever cap, newest first."""
-        hashes = {setting.hash, dataclasses.replace(setting, memory_cap_bytes=self.cap).hash}
-        found = [r for h in hashes for r in self.store.trials(spec_hash=h, status="ok")]
-        return sorted(
-            (
-                r for r in found
-                if r.environment is not None and r.environment.device_name == self.device_name
-                and r.environment.torch == self.torch_version
-            ),
-            key=lambda r: r.id or 0,
-            reverse=True,
-        )  # fmt: skip
-
-
-def _time_to(share: float, progress: SweepProgress, best: TrialResult | None) -> float | None:
-    """Seconds from the search's start until the recommended setting, or a fitting one
-    measured at `share` of its rate or more, was first measured."""
-    if best is None:
-        return None
-    for step in progress.steps:
-        r = step.result
-        if not step.feasible or r is None:
-            continue
-        if r.spec.uncapped == best.spec.uncapped or r.samples_per_s >= share * best.samples_per_s:
-            return step.at_s
-    return None
-
-
-def worker_slots(workers: str, device: Device) -> list[str | None]:
-    """What each worker runs on: a GPU each (its CUDA_VISIBLE_DEVICES entry), or, on the
-    CPU, none (workers=N there shares the cores; for tests)."""
-    if workers != "auto" and not (workers.isdigit() and int(workers) >= 1):
-        raise ConfigError(f"workers must be auto or a whole number of at least 1, got {workers!r}")
-    if device is Device.cpu:
-        cores = os.cpu_count() or 1
-        if workers != "auto" and int(workers) > cores:
-            raise ConfigError(f"workers={workers} on the CPU: at most its {cores} cores")
-        return [None] * (1 if workers == "auto" else int(workers))
-    visible = gpus.visible_gpus()
-    if workers != "auto" and int(workers) > max(1, len(visible)):
-        raise ConfigError(
-            f"workers={workers} but {len(visible)} GPU(s) are visible: one trial runs on each "
-            "GPU at a time; use workers=auto"
-        )
-    slots: list[str | None] = list(visible) or [None]  # none visible: as torch sees them
-    return slots if workers == "auto" else slots[: int(workers)]
-
-
-def local_device(device: Device) -> tuple[str, str]:
-    """The name the worker will report for this device, and torch's version (no CUDA init)."""
-    import torch
-
-    gpu = gpus.local_gpu() if device is Device.cuda else None
-    return (gpu.name if gpu else gpus.cpu_name()), torch.__version__
-
-
-def as_overrides(settings: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """Keyword settings as Hydra overrides: batch_size=8 -> 'batch_size=8', gpu={'memory':
-    '24GiB'} -> 'gpu.memory=24GiB', space={'precision': ['bf16']} -> 'space.precision=[bf16]'."""
-    items = []
-    for key, value in settings.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            items.extend(as_overrides(value, f"{name}."))
-        else:
-            items.append(f"{name}={_hydra_value(value)}")
-    return items
-
-
-def _hydra_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(_hydra_value(v) for v in value) + "]"
-    return str(getattr(value, "value", value))
-
-
-def _workload_override(workload: WorkloadLike) -> str:
-    if isinstance(workload, Workload):
-        raise WorkloadError(
-            f"pass the function that returns workload {workload.name!r}, not the Workload: each "
-            "trial calls it again in a process of its own"
-        )
-    if isinstance(workload, str):
-        return f"workload={workload}" if ":" in workload else f"model={workload}"
-    assert workload is not None
-    return f"workload={source_of(workload)}"
-
-
-def source_of(function: Callable[..., Any]) -> str:
-    """Where a worker process finds a function: package.module:function, or its file."""
-    name = getattr(function, "__qualname__", "")
-    if not name or "<" in name:
-        raise WorkloadError(
-            f"{name or function!r} is not a module-level function; define the function that "
-            "returns the Workload at the top level of a module or file"
-        )
-    module = getattr(function, "__module__", None) or ""
-    main = sys.modules.get("__main__")
-    # A script, or a module imported from its folder, is found by its file; a module inside a
-    # package by its name (loaded as a file, its relative imports would fail).
-    if "." not in module:
-        path = inspect.getsourcefile(function) or (
-            getattr(main, "__file__", None) if main else None
-        )
-        if path is None:
-            raise WorkloadError(f"{name} has no source file; put it in a .py file")
-        return f"{path}:{name}"
-    return f"{module}:{name}"

@@ -21,6 +21,7 @@ LAYERS = (
     "store",  # the results database
     "trial",  # one setting measured, in its own process
     "config",  # Hydra: settings composed into specs
+    "arguments",  # the Python API's arguments as settings
     "estimation",  # memory without a GPU
     "recommendation",  # the fastest setting that fits, from results
     "search",  # the sweep
@@ -119,7 +120,7 @@ def test_a_module_holds_one_concept(name):
 
 def test_the_checks_can_fail():
     """The loop and layer checks see what they must: a face import and one running up."""
-    assert ("advisor", "__init__") == ("advisor", part("advisor"))
+    assert ("advisor", part("advisor")) == ("advisor", "__init__")
     assert LAYERS.index(part("advisor.cli")) > LAYERS.index(part("advisor.trial.worker"))
     worker = {target for _, target in imported("advisor.trial.worker")}
     assert "advisor.trial.measure" in worker and "advisor.spec" in worker

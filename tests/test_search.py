@@ -14,8 +14,9 @@ from advisor.gpus import DEFAULT_CONTEXT_BYTES
 from advisor.recommendation import against, recommend
 from advisor.result import Failure, Phase, Status, TrialResult
 from advisor.search import study
+from advisor.search.climb import NEAR_MISS
 from advisor.search.space import space_of
-from advisor.search.sweeper import NEAR_MISS, Sweeper
+from advisor.search.sweeper import Sweeper
 from advisor.store.store import Store
 from advisor.target import Target, target_for, trial_cap
 
@@ -69,7 +70,7 @@ def test_a_batch_above_one_that_did_not_fit_is_never_run(db_url, study_url):
     plain = [step for step in sweeper.progress.steps if step.spec.checkpointing.value == "none"]
     judged = {step.spec.batch_size: step for step in plain[:2]}
     assert judged[512].result.status is Status.oom
-    assert judged[1024].how == "oom-monotone" and not judged[1024].feasible
+    assert judged[1024].settled == "oom-monotone" and not judged[1024].feasible
     assert 1024 not in [
         s.batch_size
         for s in backend.calls
@@ -105,7 +106,7 @@ def test_the_memory_line_skips_what_clearly_cannot_fit(db_url, study_url):
         )
     sweeper.run(trials=3, minutes=None, patience=100)
     steps = {step.spec.batch_size: step for step in sweeper.progress.steps}
-    assert steps[1024].how == "memory-model" and not steps[1024].feasible
+    assert steps[1024].settled == "memory-model" and not steps[1024].feasible
     assert "memory line predicts" in steps[1024].reason
     assert peak(steps[1024].spec) > target.allowed_bytes  # and it was right
     assert 1024 not in [s.batch_size for s in backend.calls]
@@ -179,7 +180,7 @@ def test_history_is_reused_and_warm_starts_the_study(db_url, study_url, tmp_path
     assert len(again.study.trials) == 8  # Optuna starts from what history measured
     again.study.enqueue_trial(again.space.params(first.calls[0]))
     again.run(trials=1, minutes=None, patience=100)
-    assert again.progress.steps[0].how == "history"  # reused, not measured again
+    assert again.progress.steps[0].settled == "history"  # reused, not measured again
     assert first.calls[0] not in second.calls
     assert not {s.hash for s in second.calls} & {s.hash for s in first.calls}
 
@@ -260,7 +261,7 @@ def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_ur
     sweeper.study.enqueue_trial(space.params(huge))
     sweeper.run(trials=1, minutes=None, patience=100)
     first = sweeper.progress.steps[0]
-    assert first.how == "estimate" and not first.feasible and first.spec == huge
+    assert first.settled == "estimate" and not first.feasible and first.spec == huge
     assert huge not in backend.calls
 
 
@@ -287,7 +288,7 @@ def test_a_sweep_under_a_cap_reuses_the_setting_measured_without_one(db_url, stu
     assert len(capped.study.trials) == 4  # the space names the uncapped trials' settings
     capped.study.enqueue_trial(capped.space.params(first.calls[0]))
     capped.run(trials=6, minutes=None, patience=100)
-    assert capped.progress.steps[0].how == "history"
+    assert capped.progress.steps[0].settled == "history"
     assert second.calls and all(s.memory_cap_bytes == cap for s in second.calls)
     assert not {s.uncapped.hash for s in second.calls} & {s.hash for s in first.calls}
 
@@ -334,8 +335,8 @@ def test_a_setting_that_crashed_is_not_run_at_another_batch(db_url, study_url):
         )
     sweeper.run(trials=2, minutes=None, patience=100)
     first, second = sweeper.progress.steps[:2]
-    assert first.how == "measured" and first.result.status is Status.crashed
-    assert second.how == "crash-family" and not second.feasible
+    assert first.settled == "measured" and first.result.status is Status.crashed
+    assert second.settled == "crash-family" and not second.feasible
     assert [s.batch_size for s in backend.calls if s.precision.value == "fp16"] == [64]
 
 
@@ -347,7 +348,7 @@ def test_the_users_settings_are_settled_first_and_held_against(db_url, study_url
     sweeper, target = make_sweeper(store, backend, study_url, "batch_size=64", "precision=fp32")
     base = sweeper.space.base
     first = sweeper.first(base)
-    assert backend.calls == [base] and first.how == "measured" and first.result is not None
+    assert backend.calls == [base] and first.settled == "measured" and first.result is not None
     assert [t.params["batch_size"] for t in sweeper.study.trials] == [64]
     sweeper.run(trials=8, minutes=None, patience=4)
     assert backend.calls[0] == base and base not in backend.calls[1:]  # never measured twice
@@ -387,7 +388,7 @@ def test_a_baseline_measured_before_is_reused_and_still_reported(db_url, study_u
     again, _ = make_sweeper(store, FakeBackend(store), study_url, *inside)
     again.warm_start(store.trials())
     step = again.first(again.space.base)
-    assert step.how == "history" and step.result.id == measured.id
+    assert step.settled == "history" and step.result.id == measured.id
     assert len(again.study.trials) == 1  # warm start had it: Optuna is not told twice
 
 
@@ -396,7 +397,7 @@ def test_a_baseline_outside_the_space_is_measured_but_not_recommended(db_url, st
     backend = FakeBackend(store)
     sweeper, _ = make_sweeper(store, backend, study_url, "batch_size=48")  # not in the space
     step = sweeper.first(sweeper.space.base)
-    assert step.how == "measured" and sweeper.space.params(step.spec) is None
+    assert step.settled == "measured" and sweeper.space.params(step.spec) is None
     assert sweeper.study.trials == []  # not a point Optuna can take
 
 

@@ -153,7 +153,7 @@ def test_two_processes_of_one_sweep_measure_no_spec_twice(db_url, study_url, mon
     assert len(measured) <= 10 + 1
     # each knows what the other measured, as if it had measured it
     for _, sweeper, _ in runs:
-        others = [s for s in sweeper.progress.steps if s.how == "elsewhere"]
+        others = [s for s in sweeper.progress.steps if s.settled == "elsewhere"]
         assert others and all(s.result is not None for s in others)
 
 

@@ -55,4 +55,4 @@ def test_a_batch_below_every_measured_one_is_not_worth_measuring(db_url, study_u
         spec = sweeper.space.spec({"batch_size": 64, "precision": precision})
         sweeper.first(spec)  # measured at batch 64 only
     # batch 32 was never measured, yet it is predicted no faster than 64: nothing left to try
-    assert sweeper._most_promising() is False
+    assert sweeper.climb.most_promising(sweeper.progress.best, sweeper.results.values()) is False

@@ -223,7 +223,7 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
     style = "green" if step.feasible else "yellow" if step.result is None else "red"
     return Text.assemble(
         (f"[{progress.measured}/{trials} measured, {progress.elapsed_s:4.0f}s] ", "grey50"),
-        f"{step.how:13} {describe_spec(step.spec):55} ",
+        f"{step.settled:13} {describe_spec(step.spec):55} ",
         (fate, style),
         (f"  best {best:,.1f}/s" if best else "", "bold"),
     )

@@ -1,16 +1,19 @@
 """Where a sweep's measurements come from: worker processes on the local devices, one trial at
-a time on each (or, in tests, a recorded table)."""
+a time on each (or, in tests, a recorded table), and which devices those are."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Protocol
 
+from advisor import gpus
+from advisor.errors import ConfigError
 from advisor.result import TrialResult
-from advisor.spec import TrialSpec
+from advisor.spec import Device, TrialSpec
 from advisor.store.store import Store
 from advisor.trial.runner import run_trial
 from advisor.trial.timing import MeasureConfig
@@ -75,3 +78,31 @@ class WorkerBackend:
 
     def stop(self) -> None:
         self._cancel.set()
+
+
+def worker_slots(workers: str, device: Device) -> list[str | None]:
+    """What each worker runs on: a GPU each (its CUDA_VISIBLE_DEVICES entry), or, on the
+    CPU, none (workers=N there shares the cores; for tests)."""
+    if workers != "auto" and not (workers.isdigit() and int(workers) >= 1):
+        raise ConfigError(f"workers must be auto or a whole number of at least 1, got {workers!r}")
+    if device is Device.cpu:
+        cores = os.cpu_count() or 1
+        if workers != "auto" and int(workers) > cores:
+            raise ConfigError(f"workers={workers} on the CPU: at most its {cores} cores")
+        return [None] * (1 if workers == "auto" else int(workers))
+    visible = gpus.visible_gpus()
+    if workers != "auto" and int(workers) > max(1, len(visible)):
+        raise ConfigError(
+            f"workers={workers} but {len(visible)} GPU(s) are visible: one trial runs on each "
+            "GPU at a time; use workers=auto"
+        )
+    slots: list[str | None] = list(visible) or [None]  # none visible: as torch sees them
+    return slots if workers == "auto" else slots[: int(workers)]
+
+
+def local_device(device: Device) -> tuple[str, str]:
+    """The name the worker will report for this device, and torch's version (no CUDA init)."""
+    import torch
+
+    gpu = gpus.local_gpu() if device is Device.cuda else None
+    return (gpu.name if gpu else gpus.cpu_name()), torch.__version__

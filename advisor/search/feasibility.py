@@ -11,6 +11,7 @@ from typing import Protocol
 
 from advisor.estimation.memory_line import AffineFit, family_key, fit
 from advisor.result import Status, TrialResult
+from advisor.search.steps import Settled
 from advisor.spec import TrialSpec
 from advisor.target import Target
 
@@ -35,7 +36,7 @@ class MemoryEstimate(Protocol):
 class Verdict:
     """A spec judged not to fit (or not to run) without running it."""
 
-    how: str  # oom-monotone | memory-model | crash-family | estimate
+    settled: Settled  # oom_monotone, memory_model, crash_family or estimate
     reason: str
 
 
@@ -70,7 +71,7 @@ class Feasibility:
             reason = f"estimated at {estimated / 2**30:.1f} GiB without running"
             if spec.compile:
                 reason += f" (eager estimate x {ratio:.2f}, as compiled measured against eager)"
-            return Verdict("estimate", reason)
+            return Verdict(Settled.estimate, reason)
         return None
 
     def _compiled_ratio(self) -> float | None:
@@ -94,7 +95,7 @@ class Feasibility:
                 and self._over(other)
             ):
                 reason = f"batch {other.spec.batch_size} of the same setting did not fit"
-                return Verdict("oom-monotone", reason)
+                return Verdict(Settled.oom_monotone, reason)
         line = self.line(family)
         # A line through one batch rules nothing out: its slope takes in what does not grow
         # with the batch (cuDNN's first-step workspaces: resnet50 b32 on the H200 drew 229 GiB
@@ -103,7 +104,7 @@ class Feasibility:
             predicted = line.peak(spec.batch_size) + line.max_residual_bytes
             if self.target.excess(predicted) > CLEARLY_OVER:
                 reason = f"memory line predicts {predicted / 2**30:.1f} GiB"
-                return Verdict("memory-model", reason)
+                return Verdict(Settled.memory_model, reason)
         return None
 
     def crashed(self, spec: TrialSpec) -> Verdict | None:
@@ -115,7 +116,7 @@ class Feasibility:
         for other in self.results.values():
             if family_key(other.spec) == family and other.status is Status.crashed:
                 reason = f"crashed at batch {other.spec.batch_size} with the same other knobs"
-                return Verdict("crash-family", reason)
+                return Verdict(Settled.crash_family, reason)
         return None
 
     def largest_batch(self, spec: TrialSpec) -> int | None:

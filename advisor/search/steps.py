@@ -4,10 +4,24 @@ the progress bar, the report and the time to the answer are drawn from)."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import time
 
 from advisor.result import TrialResult
 from advisor.spec import TrialSpec
+
+
+class Settled(enum.StrEnum):
+    """How the sweep settled a spec: by measuring it, or without running it."""
+
+    measured = "measured"  # run here
+    history = "history"  # measured before (by this sweep, an earlier run of it, or another)
+    oom_monotone = "oom-monotone"  # a smaller batch of the same setting did not fit
+    memory_model = "memory-model"  # over the budget by its family's memory line
+    estimate = "estimate"  # over the budget by the fake-tensor estimate
+    crash_family = "crash-family"  # the same setting crashed
+    repeat = "repeat"  # settled already by this sweep
+    elsewhere = "elsewhere"  # another process of the sweep measured it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,9 +29,7 @@ class Step:
     """One spec the sweep considered and how it was settled."""
 
     spec: TrialSpec
-    # measured | history | oom-monotone | memory-model | estimate | crash-family | repeat |
-    # elsewhere (another process of the sweep measured it)
-    how: str
+    settled: Settled
     result: TrialResult | None  # None when judged infeasible without running
     feasible: bool
     reason: str = ""

@@ -19,7 +19,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 
 from advisor.errors import ConfigError
-from advisor.search.space import Space
+from advisor.result import TrialResult
+from advisor.search.space import Choice, Space
 from advisor.store import schema
 from advisor.target import Target
 
@@ -110,3 +111,47 @@ def _one_step_at_a_time(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     engine.dispose()  # the connections opened before these listeners existed
+
+
+def add_settled(
+    study: optuna.Study,
+    space: Space,
+    params: dict[str, Choice],
+    result: TrialResult | None,
+    excess: float,
+) -> None:
+    """Tell Optuna of a point settled outside ask and tell (history, the baseline): its
+    constraint in both of Optuna's forms (as tell_settled sets them); PRUNED when judged not to
+    fit without running."""
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=params, distributions=space.distributions,
+            value=result.samples_per_s if result else None,
+            state=optuna.trial.TrialState.COMPLETE if result else optuna.trial.TrialState.PRUNED,
+            system_attrs={f"constraints:{CONSTRAINT}": excess, "constraints": [excess]},
+            user_attrs={TRIAL_ID: result.id} if result else {},
+        )
+    )  # fmt: skip
+
+
+def tell_settled(
+    study: optuna.Study,
+    trial: optuna.trial.Trial,
+    result: TrialResult | None,
+    failed: bool,
+    excess: float,
+) -> None:
+    """Tell Optuna how an asked trial was settled: its memory constraint, advisor's trial, and
+    its rate; FAIL for a crash (it says nothing of memory), PRUNED when judged not to fit
+    without running."""
+    trial.set_constraint(CONSTRAINT, excess)
+    # the list form too: optuna-dashboard 0.21 shows constraints from it alone
+    trial.storage.set_trial_system_attr(trial._trial_id, "constraints", [excess])
+    if result is not None:
+        trial.set_user_attr(TRIAL_ID, result.id)
+    if failed:
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    elif result is None:
+        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    else:
+        study.tell(trial, result.samples_per_s)

@@ -8,7 +8,7 @@ clearly over budget by its family's memory line, else by the fake-tensor estimat
 times the compiled/eager ratio measured). Designed trials come first (design.py); after a spec
 fits, its setting climbs to the largest batch predicted to fit (and back down on an overshoot).
 The nuisance axes (expandable segments, checkpointing) change what fits, not what is fastest:
-they enter only where memory binds (_rescue); accumulation is an axis only with a fixed
+they enter only where memory binds (climb.py); accumulation is an axis only with a fixed
 effective batch. Then a main-effects model over the settings measured (throughput_model) names
 the one left it predicts fastest. The sweep stops when none is predicted 2% faster than the
 best, after `patience` specs without a faster one, or when no trial would end before the
@@ -30,20 +30,19 @@ from collections.abc import Callable
 import optuna
 from optuna.trial import TrialState
 
-from advisor.estimation.memory_line import family_key
 from advisor.result import Status, TrialResult
 from advisor.search import throughput_model
 from advisor.search.backend import Backend
+from advisor.search.climb import Climb
 from advisor.search.design import Design
 from advisor.search.feasibility import Feasibility, MemoryEstimate
-from advisor.search.space import Choice, Space, as_int
-from advisor.search.steps import Step, SweepProgress
-from advisor.search.study import CONSTRAINT, OWNER, TRIAL_ID
-from advisor.spec import Checkpointing, TrialSpec
+from advisor.search.space import Choice, Space
+from advisor.search.steps import Settled, Step, SweepProgress
+from advisor.search.study import OWNER, add_settled, tell_settled
+from advisor.spec import TrialSpec
 from advisor.store.sharing import Alone, Others
 from advisor.target import Target
 
-NEAR_MISS = 0.10  # over the budget by at most this: expandable segments may make it fit
 MAX_IDLE_ASKS = 200  # asks in a row that measure nothing: the space is used up
 POLL_S = 2.0  # how often a worker waiting on other processes looks again
 
@@ -78,10 +77,11 @@ class Sweeper:
         self._told: dict[str, Step] = {}
         self._in_flight: dict[str, TrialSpec] = {}  # being measured, by spec hash
         self._resumed: set[int | None] = set()  # trial ids resume() took back
-        self._rescues: list[TrialSpec] = []  # specs outside Optuna's axes to measure next
-        self._later: list[dict[str, Choice]] = []  # climbs queued once the design is done
         self.feasibility = Feasibility(target, estimate, self.results)
         self._design = Design(space, target)
+        self.climb = Climb(
+            space, target, study, self.feasibility, self._design, self._told, self._in_flight
+        )
         self._lock = threading.Condition()
         self._idle = 0  # asks in a row that measured nothing
         self._failure: BaseException | None = None  # what stopped a worker thread
@@ -97,9 +97,11 @@ class Sweeper:
         measured counts against `trials`), and fail the trial an interruption left open."""
         for result, reused in earlier:
             self._resumed.add(result.id)
-            self._know(result)
+            self._take_in(result)
             fits = self.target.fits(result)
-            self._told[result.spec.hash] = Step(result.spec, "history", result, fits, "earlier")
+            self._told[result.spec.hash] = Step(
+                result.spec, Settled.history, result, fits, "earlier"
+            )
             self.progress.measured += not reused
         for trial in self.study.get_trials(states=(TrialState.RUNNING,)):
             if self.others.abandoned(str(trial.user_attrs.get(OWNER, "")), trial.datetime_start):
@@ -119,18 +121,18 @@ class Sweeper:
         """Settle this spec before any other: the user's own settings, which the recommendation
         is held against. Measured now, or taken from what this sweep or history already has;
         inside the space, Optuna is told of it as a trial, unless the study has one there."""
-        step = self._settle_cheaply(spec)
+        step = self._settled_without_running(spec)
         while step is None and not self._reserve(spec):  # another process measures it
             time.sleep(POLL_S)
             self._take_news()
-            step = self._settle_cheaply(spec)
+            step = self._settled_without_running(spec)
         if step is None:
             self.on_measuring(0, spec)
             step = self._measured(spec, self.backend.measure(spec))
-        if step.how == "repeat":  # settled by an earlier run of this sweep
+        if step.settled is Settled.repeat:  # settled by an earlier run of this sweep
             return self._told[spec.hash]
-        if step.result is not None and step.how in ("measured", "history"):
-            self.on_result(step.result, step.how == "history")
+        if step.result is not None and step.settled in (Settled.measured, Settled.history):
+            self.on_result(step.result, step.settled is Settled.history)
         params = self.space.params(spec)
         crashed = step.result is not None and step.result.status not in (Status.ok, Status.oom)
         told = any(t.params == params for t in self.study.trials)
@@ -141,19 +143,7 @@ class Sweeper:
         return step
 
     def _add_trial(self, params: dict[str, Choice], result: TrialResult | None) -> None:
-        """Tell Optuna of a point settled outside ask and tell (history, the baseline): its
-        constraint in both of Optuna's forms (as _tell sets them); PRUNED when judged not to fit
-        without running."""
-        excess = self._excess(result)
-        self.study.add_trial(
-            optuna.trial.create_trial(
-                params=params, distributions=self.space.distributions,
-                value=result.samples_per_s if result else None,
-                state=TrialState.COMPLETE if result else TrialState.PRUNED,
-                system_attrs={f"constraints:{CONSTRAINT}": excess, "constraints": [excess]},
-                user_attrs={TRIAL_ID: result.id} if result else {},
-            )
-        )  # fmt: skip
+        add_settled(self.study, self.space, params, result, self._excess(result))
 
     def run(self, trials: int, minutes: float | None, patience: int, workers: int = 1) -> str:
         """Search until a budget is spent or nothing improves; the reason it stopped. With
@@ -234,9 +224,9 @@ class Sweeper:
                     f"the answer is due at {minutes:g} minutes (minutes={minutes:g}): a trial "
                     "started now would end after it, with the answer's repeat still to run"
                 )
-            while self._rescues:
-                spec = self._rescues.pop(0)
-                step = self._settle_cheaply(spec)
+            while self.climb.rescues:
+                spec = self.climb.rescues.pop(0)
+                step = self._settled_without_running(spec)
                 if step is None and self._reserve(spec):
                     return _Job(spec, None)
                 if step is not None:  # (else another process measures it)
@@ -252,7 +242,7 @@ class Sweeper:
                     return self._unless_busy(
                         f"{patience} measured specs without a faster one that fits (patience)"
                     )
-                promising = self._most_promising()
+                promising = self.climb.most_promising(self.progress.best, self.results.values())
                 if promising is False:
                     return self._unless_busy(
                         f"no setting left is predicted to be {throughput_model.PROMISING:.0%} "
@@ -265,7 +255,7 @@ class Sweeper:
             trial = self.study.ask(self.space.distributions)
             trial.set_user_attr(OWNER, self.others.owner)  # whose it is, for a resume to tell
             spec = self.space.spec(trial.params)
-            step = None if spec.hash in self._in_flight else self._settle_cheaply(spec)
+            step = None if spec.hash in self._in_flight else self._settled_without_running(spec)
             if step is None and spec.hash not in self._in_flight and self._reserve(spec):
                 return _Job(spec, trial)
             if step is None:  # another worker, or another process, is measuring it
@@ -278,7 +268,11 @@ class Sweeper:
         """Whether a trial started now is expected to end past the deadline with the answer's
         repeat still to run: the trial as long as this sweep's median so far, the repeat, on
         purpose an upper bound, as long as the best's own first measurement."""
-        walls = [s.result.wall_s for s in self.progress.steps if s.how == "measured" and s.result]
+        walls = [
+            s.result.wall_s
+            for s in self.progress.steps
+            if s.settled is Settled.measured and s.result
+        ]
         typical = statistics.median_high(walls) if walls else 0.0
         repeat = self.progress.best.wall_s if self.progress.best is not None else 0.0
         return self.progress.elapsed_s + typical + repeat >= deadline_s
@@ -299,7 +293,7 @@ class Sweeper:
         tried = {step.spec.hash for step in self._told.values()}
         points = self._design.next_points(self.progress.best, tried, self.results.values())
         if self._design.done:
-            points, self._later = points + self._later, []
+            points, self.climb.later = points + self.climb.later, []
         for point in points:
             self.study.enqueue_trial(point, skip_if_exists=True)
 
@@ -322,170 +316,66 @@ class Sweeper:
             spec, told = result.spec, self._told.get(result.spec.hash)
             if result.id in self._resumed or spec.hash in self._in_flight:
                 continue  # counted by resume(), or this process's own, being told
-            if told is not None and told.how in ("measured", "elsewhere"):
+            if told is not None and told.settled in (Settled.measured, Settled.elsewhere):
                 continue
             self.progress.since_better += not reused
-            self._know(result)
+            self._take_in(result)
             if not reused:
                 self.progress.measured += 1
-                self._told[spec.hash] = Step(spec, "elsewhere", result, self.target.fits(result))
+                self._told[spec.hash] = Step(
+                    spec, Settled.elsewhere, result, self.target.fits(result)
+                )
                 self._record(self._told[spec.hash])
             self._idle = 0
 
     def _measured(self, spec: TrialSpec, result: TrialResult) -> Step:
         self._in_flight.pop(spec.hash, None)
         self.progress.since_better += 1
-        self._know(result)
-        step = Step(spec, "measured", result, self.target.fits(result))
+        self._take_in(result)
+        step = Step(spec, Settled.measured, result, self.target.fits(result))
         self._told[spec.hash] = step
         self._idle = 0
         return step
 
     def _tell(self, job: _Job, step: Step) -> None:
         """Tell Optuna, the listeners and the climb what a step settled."""
-        if step.result is not None and step.how in ("measured", "history"):
-            self.on_result(step.result, step.how == "history")
+        if step.result is not None and step.settled in (Settled.measured, Settled.history):
+            self.on_result(step.result, step.settled is Settled.history)
         failed = step.result is not None and step.result.status not in (Status.ok, Status.oom)
         if job.trial is not None:
-            job.trial.set_constraint(CONSTRAINT, excess := self._excess(step.result))
-            # the list form too: optuna-dashboard 0.21 shows constraints from it alone
-            job.trial.storage.set_trial_system_attr(job.trial._trial_id, "constraints", [excess])
-            if step.result is not None:
-                job.trial.set_user_attr(TRIAL_ID, step.result.id)
-            if failed:
-                self.study.tell(job.trial, state=TrialState.FAIL)  # a crash says nothing of memory
-            elif step.result is None:  # judged not to fit without running
-                self.study.tell(job.trial, state=TrialState.PRUNED)
-            else:
-                self.study.tell(job.trial, step.result.samples_per_s)
-        if step.how != "measured":
+            tell_settled(self.study, job.trial, step.result, failed, self._excess(step.result))
+        if step.settled is not Settled.measured:
             self._idle += 1
-        if step.how != "repeat":
+        if step.settled is not Settled.repeat:
             self._record(step)
-        crashed = step.how == "crash-family" or failed
-        smaller = step.how != "repeat" and not crashed and self._climb(step.spec)
-        if step.how == "measured" and not step.feasible and not crashed:
-            self._rescue(step, smaller)
+        crashed = step.settled is Settled.crash_family or failed
+        smaller = step.settled is not Settled.repeat and not crashed and self.climb.after(step.spec)
+        if step.settled is Settled.measured and not step.feasible and not crashed:
+            self.climb.rescue(step, smaller)
 
     def _record(self, step: Step) -> None:
         step = dataclasses.replace(step, at_s=self.progress.elapsed_s)
         self.progress.steps.append(step)
         self.on_step(self.progress, step)
 
-    def _rescue(self, step: Step, smaller: bool) -> None:
-        """The nuisance axes enter where memory binds, on a spec measured not to fit: expandable
-        segments (less fragmentation, the same speed) when it ran and missed by NEAR_MISS at
-        most; checkpointing (slower, but it fits) when no batch of its setting fits and none
-        smaller is predicted to (`smaller`: the climb queued one). A retry is not retried."""
-        spec, base, nuisance = step.spec, self.space.base, self.space.nuisance
-        if (spec.expandable_segments, spec.checkpointing) != (
-            base.expandable_segments,
-            base.checkpointing,
-        ):
-            return
-        memory = step.result.memory if step.result is not None else None
-        near = memory is not None and self.target.excess(memory.device_peak_bytes) <= NEAR_MISS
-        if "expandable_segments" in nuisance and not spec.expandable_segments and near:
-            self._rescues.append(dataclasses.replace(spec, expandable_segments=True))
-        family = family_key(spec)
-        fits = any(s.feasible for s in self._told.values() if family_key(s.spec) == family)
-        blocks = "checkpointing" in nuisance and spec.checkpointing is Checkpointing.none
-        if blocks and not fits and not smaller:
-            self._rescues.append(dataclasses.replace(spec, checkpointing=Checkpointing.blocks))
-
-    def _settle_cheaply(self, spec: TrialSpec) -> Step | None:
+    def _settled_without_running(self, spec: TrialSpec) -> Step | None:
         """Settle a spec without running it, where that can be done: told before (a repeat),
         measured before (this sweep or history), or judged not to fit or not to run. None: it
         must be measured."""
         if spec.hash in self._told:
-            return dataclasses.replace(self._told[spec.hash], how="repeat")
+            return dataclasses.replace(self._told[spec.hash], settled=Settled.repeat)
         known = self.results.get(spec.hash) or self.backend.measured_before(spec)
         if known is not None:
-            self._know(known)
-            step = Step(spec, "history", known, self.target.fits(known), "measured before")
+            self._take_in(known)
+            step = Step(spec, Settled.history, known, self.target.fits(known), "measured before")
         elif (verdict := self.feasibility.verdict(spec)) is not None:
-            step = Step(spec, verdict.how, None, False, verdict.reason)
+            step = Step(spec, verdict.settled, None, False, verdict.reason)
         else:
             return None
         self._told[spec.hash] = step
         return step
 
-    def _most_promising(self) -> dict[str, Choice] | bool:
-        """The untried setting the main-effects model predicts clearly faster than the best
-        (throughput_model.most_promising); over settings, each at its climb's end."""
-        best = self.progress.best
-        by_batch = "batch_size" in self.space.axes
-        if best is None:
-            return True
-        tried = {family_key(step.spec) for step in self._told.values()}
-        tried |= {family_key(spec) for spec in self._in_flight.values()}
-        rates = list(self._setting_rates(by_batch).values())
-        return throughput_model.most_promising(
-            self.space, rates, best, tried, self._batch_for if by_batch else None
-        )
-
-    def _setting_rates(self, by_batch: bool) -> dict[object, tuple[dict[str, Choice], float]]:
-        """Each setting's fastest fitting rate, where its climb has ended (by_batch); else each
-        point's rate."""
-        rates: dict[object, tuple[dict[str, Choice], float]] = {}
-        for r in self.results.values():
-            params = self.space.params(r.spec)
-            if params is None or r.status is not Status.ok or not self.target.fits(r):
-                continue
-            if by_batch and not self._climbed(r.spec):
-                continue
-            setting = {k: v for k, v in params.items() if k != "batch_size" or not by_batch}
-            key = tuple(sorted(setting.items(), key=lambda item: item[0]))
-            if key not in rates or r.samples_per_s > rates[key][1]:
-                rates[key] = (setting, r.samples_per_s)
-        return rates
-
-    def _climbed(self, spec: TrialSpec) -> bool:
-        """Whether this spec's batch is where its setting's climb ended."""
-        family = family_key(spec)
-        if any(family_key(s) == family for s in self._in_flight.values()):
-            return False
-        return self.feasibility.climb_ended(spec, self._tried(spec), self.space.batch_sizes)
-
-    def _tried(self, spec: TrialSpec) -> list[tuple[int, bool]]:
-        """The batches of the spec's setting settled so far, and whether each fit."""
-        family = family_key(spec)
-        return [
-            (step.spec.batch_size, step.feasible)
-            for step in self._told.values()
-            if family_key(step.spec) == family
-        ]
-
-    def _batch_for(self, point: dict[str, Choice]) -> int:
-        """The largest batch of the space predicted to fit for the point's setting."""
-        largest = self.feasibility.largest_batch(self.space.spec(point))
-        if largest is None:
-            return as_int(point["batch_size"])
-        fitting = [b for b in self.space.batch_sizes if b <= largest]
-        return max(fitting) if fitting else min(self.space.batch_sizes)
-
-    def _climb(self, spec: TrialSpec) -> bool:
-        """After a step of a setting, queue the next batch of it worth measuring (see
-        Feasibility.next_batch); True if that is smaller than the spec's."""
-        pick = self.feasibility.next_batch(spec, self._tried(spec), self.space.batch_sizes)
-        if pick is None:
-            return False
-        candidate = dataclasses.replace(spec, batch_size=pick)
-        params = self.space.params(candidate)
-        if params is None or candidate.hash in self._told or candidate.hash in self._in_flight:
-            return False
-        if self.space.spec(params).hash != candidate.hash:  # a retry's (a nuisance value)
-            self._rescues.append(candidate)  # outside Optuna's axes
-        elif pick < spec.batch_size and self._design.changing:
-            # a change of the anchor that does not fit climbs down after the combination: on
-            # the H200, resnet50's b1024 of torch's default took the trial that fp16 + compile
-            # (the combination) needed before the answer was due
-            self._later.append(params)
-        else:
-            self.study.enqueue_trial(params, skip_if_exists=True)
-        return pick < spec.batch_size
-
-    def _know(self, result: TrialResult) -> None:
+    def _take_in(self, result: TrialResult) -> None:
         # a setting's first measurement stands for it (later ones, its repeats, are reported)
         self.results.setdefault(result.spec.hash, result)
         if self.target.fits(result) and (
