@@ -14,7 +14,9 @@ from advisor.errors import ConfigError, NotStored
 from advisor.recommendation import Recommendation, recommend, run_on
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
-from advisor.store.store import Store, Sweep, TrialFilter, existing
+from advisor.store.store import Store, existing
+from advisor.store.sweeps import Sweep
+from advisor.store.trial_filter import TrialFilter
 from advisor.target import DEFAULT_MARGIN, Target, target_for
 
 FILTERS = ("model", "workload", "status", "gpu", "torch", "since", "until", "sweep", "hash",

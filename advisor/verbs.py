@@ -41,7 +41,8 @@ from advisor.search.steps import Step, SweepProgress
 from advisor.search.sweeper import Sweeper
 from advisor.spec import Device, TrialSpec
 from advisor.store.sharing import SharedSweep
-from advisor.store.store import Store, Sweep, existing, study_url
+from advisor.store.store import Store, existing, study_url
+from advisor.store.sweeps import Sweep
 from advisor.target import Target, target_for, trial_cap
 from advisor.trial.runner import run_trial
 from advisor.trial.timing import MeasureConfig

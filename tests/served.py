@@ -20,7 +20,8 @@ from fake_backend import fake_result
 
 from advisor.config import load, trial_spec
 from advisor.result import TimingStop, TrialResult
-from advisor.store.store import Store, Sweep
+from advisor.store.store import Store
+from advisor.store.sweeps import Sweep
 
 GiB = 2**30
 SETTINGS = [

@@ -18,7 +18,8 @@ from test_cli import advisor, trial_count
 from advisor.errors import StoreError
 from advisor.store import schema, spool, store
 from advisor.store.sharing import SharedSweep
-from advisor.store.store import Store, Sweep
+from advisor.store.store import Store
+from advisor.store.sweeps import Sweep
 
 RUN = ["run", "model=tiny_mlp", "batch_size=4", "device=cpu", *FAST_OVERRIDES]
 

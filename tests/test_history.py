@@ -15,7 +15,9 @@ from test_cli import advisor
 from advisor.config import load, trial_spec
 from advisor.report.tables import compare_table
 from advisor.result import Environment
-from advisor.store.store import Store, Sweep, TrialFilter
+from advisor.store.store import Store
+from advisor.store.sweeps import Sweep
+from advisor.store.trial_filter import TrialFilter
 
 UTC = datetime.UTC
 

@@ -16,8 +16,9 @@ from sqlalchemy import create_engine
 
 from advisor.result import Phase, Status
 from advisor.store.schema import HEAD, MIGRATIONS
-from advisor.store.store import Store, TrialFilter
+from advisor.store.store import Store
 from advisor.store.tables import Base
+from advisor.store.trial_filter import TrialFilter
 
 SCHEMAS = Path(__file__).parent / "schemas"
 

@@ -25,7 +25,8 @@ from advisor.search.study import OWNER
 from advisor.search.sweeper import Sweeper
 from advisor.store import sharing
 from advisor.store.sharing import SharedSweep
-from advisor.store.store import Store, Sweep
+from advisor.store.store import Store
+from advisor.store.sweeps import Sweep
 from advisor.store.tables import SweepClaimRow
 
 

@@ -83,7 +83,7 @@ def test_round_trip(db_url):
 
 
 def test_a_trial_and_its_link_to_the_sweep_are_stored_together(db_url):
-    from advisor.store.store import Sweep
+    from advisor.store.sweeps import Sweep
 
     store = Store(db_url)
     sweep = store.open_sweep(Sweep("key", "resnet50", "24GiB", 24 * 2**30, 0.05, None))

@@ -15,7 +15,7 @@ from conftest import spec_of
 import advisor
 from advisor.store.store import Store
 
-WRITTEN_BEFORE = Path(__file__).parent / "schemas" / "bundled-models-2026-12-03.sqlite"
+WRITTEN_BEFORE = Path(__file__).parent / "stored" / "bundled-models-2026-12-03.sqlite"
 TORCH_THEN = "2.14.1"  # the version is part of a spec's workload, and so of its hash
 
 

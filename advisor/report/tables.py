@@ -18,7 +18,7 @@ from advisor.result import Environment, TrialResult
 from advisor.spec import Device
 
 if TYPE_CHECKING:  # (a sweep as the store gives it; these tables need no database)
-    from advisor.store.store import Sweep
+    from advisor.store.sweeps import Sweep
 
 
 WIDE = 110  # columns a terminal needs for the history table to show each trial's device and code

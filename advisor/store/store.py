@@ -26,7 +26,9 @@ from advisor.result import (
 from advisor.spec import TrialSpec
 from advisor.store import rows, schema, spool
 from advisor.store.read_cache import TRIALS_READ
+from advisor.store.sweeps import Sweep, link_trial, sweep_of
 from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
+from advisor.store.trial_filter import TrialFilter
 
 WRITE_WAITS_S = (1.0, 3.0)  # a write that fails is tried again after these
 _T = TypeVar("_T")
@@ -150,7 +152,7 @@ class Store:
             session.flush()
             trial_id = row.id
             if sweep_id is not None:
-                _link(session, sweep_id, trial_id, reused=False, repeat=repeat)
+                link_trial(session, sweep_id, trial_id, reused=False, repeat=repeat)
         return dataclasses.replace(result, id=trial_id)
 
     def add_new(self, results: Iterable[TrialResult], chunk: int = 1000) -> tuple[int, int]:
@@ -316,18 +318,18 @@ class Store:
                     row = SweepRow(**{**values, "created_at": now})
                     session.add(row)
                     session.flush()
-                return _sweep(row)
+                return sweep_of(row)
         except IntegrityError:  # another process stored it first: join that one
             with self._session() as session:
                 row = session.scalar(query)
                 assert row is not None
-                return _sweep(row)
+                return sweep_of(row)
 
     def link(self, sweep_id: int, trial_id: int, reused: bool) -> None:
         """Record that a sweep used a trial (once; using it again changes nothing)."""
         try:
             with self._session.begin() as session:
-                _link(session, sweep_id, trial_id, reused)
+                link_trial(session, sweep_id, trial_id, reused)
         except IntegrityError:  # another process of the sweep linked it first
             pass
 
@@ -357,7 +359,7 @@ class Store:
             .order_by(SweepRow.id.desc())
         )
         with self._session() as session:
-            return [(_sweep(row), count) for row, count in session.execute(query)]
+            return [(sweep_of(row), count) for row, count in session.execute(query)]
 
     def finish_sweep(self, sweep_id: int, stop_reason: str) -> None:
         def write() -> None:
@@ -392,78 +394,3 @@ def _tried_again(write: Callable[[], _T]) -> _T:
         except OperationalError:
             time.sleep(wait_s)
     return write()
-
-
-@dataclasses.dataclass(frozen=True)
-class TrialFilter:
-    """What `advisor history` can ask of stored trials, beyond the model and status."""
-
-    workload: str | None = None  # the end of the workload's source: examples/own_model.py:workload
-    gpu: str | None = None  # part of the device's name, any case: h200, "A100"
-    torch: str | None = None  # torch's version or its first parts: 2.11 (2.11.0, 2.11.0+cu130)
-    since: datetime.datetime | None = None  # stored at or after (UTC)
-    until: datetime.datetime | None = None  # stored before (UTC)
-    sweep_id: int | None = None  # used by this sweep
-
-    def apply(self, query: Select[TrialRow]) -> Select[TrialRow]:
-        if self.workload is not None:  # the source's end
-            query = query.where(TrialRow.source.endswith(self.workload, autoescape=True))
-        if self.gpu is not None or self.torch is not None:
-            query = query.join(EnvironmentRow, TrialRow.environment_id == EnvironmentRow.id)
-        if self.gpu is not None:
-            query = query.where(EnvironmentRow.device_name.icontains(self.gpu, autoescape=True))
-        if self.torch is not None:
-            version = EnvironmentRow.torch
-            query = query.where(
-                (version == self.torch)
-                | version.startswith(f"{self.torch}.", autoescape=True)
-                | version.startswith(f"{self.torch}+", autoescape=True)
-            )
-        if self.since is not None:
-            query = query.where(TrialRow.created_at >= self.since)
-        if self.until is not None:
-            query = query.where(TrialRow.created_at < self.until)
-        if self.sweep_id is not None:
-            query = query.join(SweepTrialRow, SweepTrialRow.trial_id == TrialRow.id).where(
-                SweepTrialRow.sweep_id == self.sweep_id
-            )
-        return query
-
-
-@dataclasses.dataclass(frozen=True)
-class Sweep:
-    key: str  # identifies the sweep (model, target, space, environment): the same command, resumed
-    model: str
-    target: str
-    target_memory_bytes: int
-    margin: float
-    effective_batch_size: int | None
-    stop_reason: str | None = None
-    id: int | None = None
-
-
-def _sweep(row: SweepRow) -> Sweep:
-    return Sweep(
-        key=row.key,
-        model=row.model,
-        target=row.target,
-        target_memory_bytes=row.target_memory_bytes,
-        margin=row.margin,
-        effective_batch_size=row.effective_batch_size,
-        stop_reason=row.stop_reason,
-        id=row.id,
-    )
-
-
-def _link(
-    session: Session, sweep_id: int, trial_id: int, reused: bool, repeat: bool = False
-) -> None:
-    if session.get(SweepTrialRow, (sweep_id, trial_id)) is not None:
-        return
-    position = session.scalar(select(func.count()).where(SweepTrialRow.sweep_id == sweep_id))
-    session.add(
-        SweepTrialRow(
-            sweep_id=sweep_id, trial_id=trial_id, position=position or 0, reused=reused,
-            repeat=repeat,
-        )
-    )  # fmt: skip
