@@ -166,6 +166,10 @@ def _check_ranges(cfg: DictConfig) -> None:
     for name, value in counts.items():
         if not isinstance(value, int) or not 1 <= value <= MAX_BATCH:  # ([[]] passes the schema)
             raise ConfigError(f"{name} must be a whole number from 1 to {MAX_BATCH}, got {value}")
+    for axis in ("checkpointing", "precision", "channels_last", "compile", "expandable_segments"):
+        for i, value in enumerate(cfg.space[axis]):  # (a list inside passes the schema too)
+            if not isinstance(value, bool | Checkpointing | Precision):
+                raise ConfigError(f"space.{axis}[{i}] must be one value, not {value}")
     for name in ("trials", "patience"):
         if cfg[name] < 1:
             raise ConfigError(f"{name} must be at least 1, got {cfg[name]}")
@@ -261,19 +265,10 @@ def _workload_source(cfg: DictConfig) -> tuple[str, str]:
         if "_target_" not in node:
             raise ConfigError("the model config has no _target_; name a workload with workload=")
         source, arguments = str(node.pop("_target_")), node
-        for target in _targets(node):  # torchvision.models.resnet50, transformers.GPT2Config
+        # torchvision.models.resnet50, transformers.GPT2Config: each library's extra installed
+        for target in workload.targets_in(node):
             extras.require(target, f"model={arguments.get('name', source)}")
     return source, _canonical(arguments)
-
-
-def _targets(node: Any) -> list[str]:
-    """Every _target_ inside a config node."""
-    if isinstance(node, dict):
-        own = [str(node["_target_"])] if "_target_" in node else []
-        return own + [t for value in node.values() for t in _targets(value)]
-    if isinstance(node, list):
-        return [t for value in node for t in _targets(value)]
-    return []
 
 
 def _absolute(source: str) -> str:

@@ -298,7 +298,7 @@ def code_hash(source: str, arguments: str) -> str:
 
 def _source_files(source: str, arguments: Any) -> set[Path]:
     files = set()
-    for target in [source, *_targets(arguments)]:
+    for target in [source, *targets_in(arguments)]:
         module_name = target.rpartition(":")[0] or target.rpartition(".")[0]
         if module_name.endswith(".py"):
             path = Path(module_name).resolve()
@@ -317,12 +317,13 @@ def _source_files(source: str, arguments: Any) -> set[Path]:
     return files
 
 
-def _targets(node: Any) -> list[str]:
+def targets_in(node: Any) -> list[str]:
+    """Every _target_ inside a config node (a dict of a builder's arguments)."""
     if isinstance(node, dict):
         found = [node["_target_"]] if isinstance(node.get("_target_"), str) else []
-        return found + [t for value in node.values() for t in _targets(value)]
+        return found + [t for value in node.values() for t in targets_in(value)]
     if isinstance(node, list):
-        return [t for value in node for t in _targets(value)]
+        return [t for value in node for t in targets_in(value)]
     return []
 
 
@@ -345,7 +346,7 @@ def _libraries_used(source: str, arguments: Any) -> list[str]:
     """The model libraries a workload uses: those its arguments' _target_s name, and those its
     code imports (the whole file of a user's workload; the function alone of advisor's
     catalog, which imports each library for one kind of model)."""
-    used = [t.split(".")[0] for t in _targets(arguments)]
+    used = [t.split(".")[0] for t in targets_in(arguments)]
     function = resolve(source)
     if getattr(function, "__module__", "").startswith("advisor."):
         text = inspect.getsource(function)

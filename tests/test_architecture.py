@@ -29,6 +29,7 @@ LAYERS = (
     "queries",  # questions of the stored history
     "service",  # advisor serve
     "verbs",  # what each command does
+    "console", "history_cli",  # the command's output, and its verbs over what is stored
     "cli", "__main__", "__init__",  # the faces
 )  # fmt: skip
 MOST_LINES = 400

@@ -10,7 +10,7 @@ from test_search import SPACE
 
 from advisor.config import load, trial_spec
 from advisor.recommendation import against, recommend
-from advisor.report import terminal
+from advisor.report import sweep_report
 from advisor.result import TimingStop
 from advisor.target import Target
 
@@ -21,7 +21,7 @@ def test_the_report_shares_the_targets_memory_and_explains_only_a_cut_it_shows()
 
     def text(results):
         console = Console(width=200, record=True)
-        console.print(terminal.recommendation_report(recommend(results, target), None))
+        console.print(sweep_report.recommendation_report(recommend(results, target), None))
         return console.export_text()
 
     fast, slow, dominated = (
@@ -74,7 +74,7 @@ def test_a_speedup_within_the_rates_intervals_is_said_to_be_not_shown():
         pair = [known_to(baseline, 0.02, 100.0), known_to(best, precision, best_rate)]
         rec = recommend(pair, target)
         assert rec.best is not None and rec.best.samples_per_s == best_rate
-        line = terminal.baseline_line(pair[0], against(pair[0], rec.best), rec).plain
+        line = sweep_report.baseline_line(pair[0], against(pair[0], rec.best), rec).plain
         assert line.startswith(f"{best_rate / 100:.2f}x faster")
         assert ("; the difference is within the two rates' 95% intervals" in line) is said
 
@@ -89,7 +89,7 @@ def test_the_target_line_names_a_budget_once_and_says_what_transfers_from_elsewh
             trial_spec(load([*SPACE, "batch_size=64", "precision=fp16", f"device={device}"]))
         )
         console = Console(width=200, record=True)
-        console.print(terminal.recommendation_report(recommend([result], target), None))
+        console.print(sweep_report.recommendation_report(recommend([result], target), None))
         return console.export_text()
 
     budget = text(Target.budget(12 * GiB, 0.05), "cuda")

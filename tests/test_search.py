@@ -407,7 +407,7 @@ def test_the_baseline_line_says_slower_when_the_answer_is_slower():
     from fake_backend import fake_result
     from rich.console import Console
 
-    from advisor.report import terminal
+    from advisor.report import sweep_report
 
     fast = fake_result(trial_spec(load([*SPACE, "batch_size=256", "precision=fp16"])))
     slow = fake_result(trial_spec(load([*SPACE, "batch_size=64", "precision=fp32"])))
@@ -415,7 +415,7 @@ def test_the_baseline_line_says_slower_when_the_answer_is_slower():
     rec = recommend([fast, slow], target)
     assert rec.best is slow
     console = Console(width=200, record=True)
-    console.print(terminal.baseline_line(fast, against(fast, slow), rec))
+    console.print(sweep_report.baseline_line(fast, against(fast, slow), rec))
     text = console.export_text()
     assert "x slower" in text and "do not fit the target" in text and "faster" not in text
 

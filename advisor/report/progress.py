@@ -12,7 +12,7 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
-from advisor.report import terminal
+from advisor.report import sweep_report, terminal
 from advisor.search.steps import Step, SweepProgress
 from advisor.spec import TrialSpec
 
@@ -78,7 +78,7 @@ class SweepDisplay:
 
     def step(self, progress: SweepProgress, step: Step) -> None:
         # one line a step in a log; wrapped at words in a terminal (not mid-word by it)
-        line = terminal.sweep_step_line(progress, step, self.trials)
+        line = sweep_report.sweep_step_line(progress, step, self.trials)
         self.console.print(line, soft_wrap=not self.console.is_terminal)
         with self._lock:
             self.measured = progress.measured

@@ -19,7 +19,7 @@ from rich.console import Console, RenderableType
 
 from advisor import extras, gpus, queries
 from advisor.errors import ConfigError
-from advisor.report import plots, tables, terminal
+from advisor.report import plots, sweep_report, tables, terminal
 from advisor.result import Memory
 from advisor.service import http_api
 from advisor.store import schema
@@ -96,7 +96,7 @@ def router(store: Store) -> APIRouter:
             plot = svg.getvalue().decode()
             plot = plot[plot.index("<svg") :]  # inline: without the XML prologue and doctype
         return page(request, "sweep.html", sweep=found, used=used, plot=plot, no_plot=no_plot,
-                    report=as_html(terminal.recommendation_report(rec, None)))  # fmt: skip
+                    report=as_html(sweep_report.recommendation_report(rec, None)))  # fmt: skip
 
     @pages.get("/recommend")
     def recommend(request: Request) -> HTMLResponse:
@@ -108,7 +108,7 @@ def router(store: Store) -> APIRouter:
             except ConfigError as error:
                 message = str(error)
             else:
-                shown = as_html(terminal.recommendation_report(rec, None))
+                shown = as_html(sweep_report.recommendation_report(rec, None))
         return page(request, "recommend.html", given=given, models=store.model_names(),
                     gpus=list(gpus.load_profiles()), report=shown, error=message)  # fmt: skip
 

@@ -1,0 +1,35 @@
+"""What the `advisor` command prints to and how it fails: results on stdout, the rest (progress,
+notes, errors) on stderr; the argument types its verbs share; and the one-line failure a user's
+mistake gets instead of a traceback."""
+
+from __future__ import annotations
+
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+err = Console(stderr=True)
+out = Console()
+
+Overrides = Annotated[
+    list[str] | None,
+    typer.Argument(help="Hydra overrides, KEY=VALUE", show_default=False),
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of tables.")]
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    err.print(f"advisor: {message}", highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def only_db_url(options: list[str] | None) -> str | None:
+    """The db_url=URL of a command that takes nothing else."""
+    url = None
+    for item in options or []:
+        key, sep, value = item.partition("=")
+        if key != "db_url" or not sep:
+            fail(f"unknown option {item!r}; this command takes db_url=URL only")
+        url = value
+    return url
