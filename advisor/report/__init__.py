@@ -1,1 +1,9 @@
-"""TODO"""
+"""The report: what a user reads in the terminal, and the pictures.
+
+- terminal.py    a trial's breakdown, and the words every report shares (sizes, rates, settings)
+- sweep_report.py a sweep's lines, its recommendation, repeats, baseline and largest batches
+- estimate_report.py the estimate against its target
+- tables.py      stored trials as tables: history, one trial, trials side by side, the sweeps
+- plots.py       PNG (and the dashboard's SVG) of a breakdown and of a sweep
+- progress.py    the sweep's live progress bar
+"""

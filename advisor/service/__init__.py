@@ -1,1 +1,6 @@
-"""TODO"""
+"""The service: advisor serve, read-only, over one results database.
+
+- server.py      the FastAPI app: its store, its errors, the address it listens on
+- http_api.py    the JSON API under /api/v1
+- dashboard.py   the pages (Jinja2 templates in templates/)
+"""

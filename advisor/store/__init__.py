@@ -1,0 +1,14 @@
+"""The store: every measurement, in a SQLAlchemy database (SQLite by default).
+
+- store.py       Store: opening (and migrating) a database, writing trials, querying them
+- tables.py      the ORM tables (*Row); nothing outside the store sees them
+- rows.py        a trial as a row and back
+- schema.py      the engine, the schema's migrations (db/migrations), an unusable database told
+- sweeps.py      Sweep: a sweep's record and the trials linked to it
+- trial_filter.py TrialFilter: what history can ask beyond model and status
+- sharing.py     one sweep run by several processes: claims, and what the others stored
+- spool.py       trials measured but not stored yet, kept as JSON until the database takes them
+- records.py     a trial as a self-contained JSON record (the spool's and exports' form)
+- read_cache.py  stored trials already read, kept for the process
+- transfer.py    export (JSON, CSV, Parquet) and import
+"""
