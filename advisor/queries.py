@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from advisor.errors import ConfigError, NotStored
 from advisor.recommendation import Recommendation, recommend, run_on
 from advisor.result import Status, TrialResult
-from advisor.spec import Device
+from advisor.spec import Device, WorkloadIdentity
 from advisor.store.store import Store, existing
 from advisor.store.sweeps import Sweep
 from advisor.store.trial_filter import TrialFilter
@@ -135,25 +135,37 @@ def recommendation(store: Store, given: Mapping[str, str]) -> Recommendation:
         device = Device(given.get("device", "cuda"))
     except ValueError:
         raise ConfigError(f"device must be cuda or cpu, got {given['device']!r}") from None
-    return stored_recommendation(store, model, target, int(batch) if batch else None, device)
+    rec = stored_recommendation(store, model, target, int(batch) if batch else None, device)
+    if rec.considered == 0:
+        raise ConfigError(
+            f"no ok {device.value} trial of model {model!r} is stored; sweep it first"
+        )
+    return rec
 
 
 def stored_recommendation(
     store: Store, model: str, target: Target, effective_batch_size: int | None = None,
-    device: Device = Device.cuda,
+    device: Device = Device.cuda, identity: WorkloadIdentity | None = None,
 ) -> Recommendation:  # fmt: skip
-    """advisor recommend from history alone, for a model by its stored name: among its trials
-    on the device, those of the workload measured last (its identity: name, source, arguments
-    and code; an edited workload is another). `advisor recommend` matches the workload it
-    composes from the current code instead; here nothing is loaded."""
-    trials = run_on(store.trials(model=model, status="ok"), device, model)
-    if not trials:
-        raise ConfigError(
-            f"no ok {device.value} trial of model {model!r} is stored; sweep it first"
-        )
-    identity = trials[0].spec.model.identity
-    return recommend([r for r in trials if r.spec.model.identity == identity], target,
-                     effective_batch_size)  # fmt: skip
+    """recommend from history alone, one answer for the command line, Python and the server:
+    among the model's ok trials on the device, those of one workload (name, source, arguments
+    and code: an edited workload is another). `identity` is the workload as the caller's code
+    has it now (advisor recommend composes it); without it (the server, which loads no code),
+    the workload measured last."""
+    stored = store.trials(model=model, status="ok")
+    if identity is not None:
+        same = [r for r in stored if r.spec.model.identity == identity]
+        if stored and not same:
+            raise ConfigError(
+                f"the {len(stored)} ok trial(s) of model {model!r} stored ran other code or "
+                "arguments (a workload edited since is another); sweep it as it is now"
+            )
+        stored = same
+    trials = run_on(stored, device, model)
+    if trials and identity is None:
+        newest = trials[0].spec.model.identity
+        trials = [r for r in trials if r.spec.model.identity == newest]
+    return recommend(trials, target, effective_batch_size)
 
 
 def _asked(given: Mapping[str, str], known: tuple[str, ...], what: str) -> dict[str, str]:

@@ -23,15 +23,14 @@ from advisor.config import device_of, load, trial_spec, workload_identity
 from advisor.errors import ConfigError
 from advisor.estimation.estimator import Estimate, Estimator
 from advisor.estimation.estimator import estimate as estimate_spec
+from advisor.queries import stored_recommendation
 from advisor.recommendation import (
     Against,
     Recommendation,
     against,
     disagreement,
-    run_on,
     typical,
 )
-from advisor.recommendation import recommend as recommend_from
 from advisor.result import TrialResult
 from advisor.search import study
 from advisor.search.answer import NEAR, Answer, time_to
@@ -152,18 +151,10 @@ def recommend(
     _one_trial_only(cfg, "recommend")
     identity = workload_identity(cfg)  # as the code has it now (the model is not built)
     device = device_of(cfg.device)
-    stored = existing(cfg.db_url).trials(model=identity.name, status="ok")
-    same = [r for r in stored if r.spec.model.identity == identity]
-    if stored and not same:
-        raise ConfigError(
-            f"the {len(stored)} ok trial(s) of model {identity.name!r} stored ran other code or "
-            "arguments (a workload edited since is another); sweep it as it is now"
-        )
-    history = run_on(same, device, identity.name)
-    return recommend_from(
-        history,
-        target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, device),
-        cfg.effective_batch_size,
+    target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, device)
+    store = existing(cfg.db_url)
+    return stored_recommendation(
+        store, identity.name, target, cfg.effective_batch_size, device, identity
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.estimation.allocator import CachingAllocator, MiB, OutOfMemory
+from advisor.estimation.allocator import CachingAllocator, MiB, ReplayOutOfMemory
 
 
 def test_requests_come_from_segments_sized_by_pool():
@@ -50,5 +50,5 @@ def test_fragmentation_that_the_cap_cannot_undo():
     segment = allocator.malloc(30 * MiB)
     allocator.free(segment)
     allocator.malloc(10 * MiB)  # takes 10 MiB of the cached 30: the rest is free but pinned
-    with pytest.raises(OutOfMemory):
+    with pytest.raises(ReplayOutOfMemory):
         allocator.malloc(21 * MiB)  # 20 MiB free in the segment is not enough, 30 + 22 > 40

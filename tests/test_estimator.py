@@ -13,7 +13,7 @@ from fake_backend import ENVIRONMENT
 from test_cli import MEMORY_KEYS, advisor, trial_count
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from advisor.estimation.allocator import OutOfMemory
+from advisor.estimation.allocator import ReplayOutOfMemory
 from advisor.estimation.estimator import estimate
 from advisor.estimation.fake_step import (
     _gradient_sums_marked,
@@ -75,7 +75,7 @@ def test_on_a_gpu_the_largest_batch_is_the_last_the_modelled_allocator_runs():
     at_largest = fake_step(dataclasses.replace(spec, batch_size=e.largest_batch))
     assert replayed_reserved(at_largest, cap) <= cap
     beyond = fake_step(dataclasses.replace(spec, batch_size=e.largest_batch + 1))
-    with pytest.raises(OutOfMemory):
+    with pytest.raises(ReplayOutOfMemory):
         replayed_reserved(beyond, cap)
     assert estimate(dataclasses.replace(spec, batch_size=e.largest_batch), target).fits
     assert not estimate(dataclasses.replace(spec, batch_size=e.largest_batch + 1), target).fits

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from served import serving, stored_sweep
 
+import advisor
 from advisor.queries import FILTERS, RECOMMEND_PARAMS
 from advisor.recommendation import recommend
 from advisor.service.server import create_app
@@ -94,6 +95,19 @@ def test_one_trial_and_one_sweep(served):
     assert target == {"name": "a100_40gb", "memory_bytes": 40 * 2**30, "margin": 0.05}
     fastest = max((r for r in store.trials(status="ok")), key=lambda r: r.samples_per_s)
     assert best["id"] == fastest.id  # everything fits 38 GiB
+
+
+def test_the_server_and_python_recommend_alike(served):
+    """One recommend answers the server, the command line and Python: the same stored trials,
+    the same target, the same setting."""
+    client, _, _, _, path = served
+    for query, keywords in (({"gpu": "t4"}, {"gpu": "t4"}),
+                            ({"memory": "12GiB", "margin": "0.1"},
+                             {"gpu": {"memory": "12GiB"}, "margin": 0.1})):  # fmt: skip
+        served_answer = client.get("/api/v1/recommend", params={"model": "tiny_cnn", **query})
+        python = advisor.recommend("tiny_cnn", db_url=f"sqlite:///{path}", **keywords)
+        assert python.best is not None
+        assert served_answer.json()["recommendation"]["id"] == python.best.id
 
 
 def test_recommend_from_history_for_a_gpu_or_a_budget(served):

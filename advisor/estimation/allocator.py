@@ -23,8 +23,9 @@ MIN_LARGE_ALLOC = 10 * MiB
 ROUND_LARGE = 2 * MiB
 
 
-class OutOfMemory(Exception):
-    pass
+class ReplayOutOfMemory(Exception):
+    """The replayed allocations do not fit under the cap (a trial's own OOM is another:
+    trial/out_of_memory.py)."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -109,7 +110,7 @@ class CachingAllocator:
         if self.cap is not None and self.reserved + grow > self.cap:
             self.release_free_segments()
             if self.reserved + grow > self.cap:
-                raise OutOfMemory(f"{size} bytes: {self.reserved} reserved of {self.cap}")
+                raise ReplayOutOfMemory(f"{size} bytes: {self.reserved} reserved of {self.cap}")
         self.reserved += grow
         self.peak_reserved = max(self.peak_reserved, self.reserved)
         block = Block(self._next_segment, 0, grow, small)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor import config
-from advisor.estimation.allocator import OutOfMemory as AllocatorOutOfMemory
+from advisor.estimation.allocator import ReplayOutOfMemory
 from advisor.estimation.fake_step import FakeStep, fake_step, replayed_reserved, step_between
 from advisor.estimation.memory_line import family_key, fit
 from advisor.gpus import DEFAULT_CONTEXT_BYTES
@@ -241,7 +241,7 @@ def _largest_replayed(
         scale = corrections.allocated(estimated, batch) / estimated if estimated else 1.0
         try:
             replayed_reserved(step, cap, scale=scale)
-        except AllocatorOutOfMemory:
+        except ReplayOutOfMemory:
             return False
         return True
 

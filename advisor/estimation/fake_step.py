@@ -339,7 +339,7 @@ def replayed_reserved(
     step: FakeStep, cap: int | None = None, steps: int = 3, scale: float = 1.0
 ) -> int:
     """The caching allocator's peak reserved bytes over steady steps (all but the first), the
-    fake step's allocations replayed through its model; OutOfMemory when a cap is too small.
+    fake step's allocations replayed through its model; ReplayOutOfMemory when a cap is too small.
     Each step: the passes as traced (in the first step followed by the free segments given
     back, where the step says cuDNN's benchmark does that), the optimizer's state (first step
     only) and its update's temporaries, then the gradients freed (zero_grad(set_to_none=True)).
