@@ -17,7 +17,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from advisor import extras, workload
+from advisor import extras, optimizers, workload
 from advisor.errors import ConfigError, first_line
 from advisor.gpus import local_gpu
 from advisor.paths import CONF_DIR
@@ -32,9 +32,6 @@ from advisor.spec import (
 )
 from advisor.target import DEFAULT_MARGIN
 from advisor.trial.timing import MeasureConfig
-
-# Keys of an optimizer node that describe it; the rest are the builder's arguments.
-OPTIMIZER_META_KEYS = ("name", "algorithm")
 
 
 @dataclasses.dataclass
@@ -232,7 +229,7 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
         )
     return TrialSpec(
         model=model_spec,
-        optimizer=_optimizer_spec(optimizer),
+        optimizer=optimizers.optimizer_spec(optimizer),
         device=device,
         batch_size=cfg.batch_size,
         grad_accum=cfg.grad_accum,
@@ -292,11 +289,6 @@ def device_of(value: str) -> Device:
         return Device(value)
     except ValueError:
         raise ConfigError(f"unknown device {value!r}; choose cuda, cpu or auto") from None
-
-
-def _without(node: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """The builder's arguments: the node less the keys that describe it."""
-    return {k: v for k, v in node.items() if k not in keys}
 
 
 def _canonical(node: dict[str, Any]) -> str:
@@ -368,25 +360,15 @@ def _did_you_mean(key: str) -> str:
     return f" (did you mean {by_name[close[0]]}=?)" if close else ""
 
 
-def _optimizer_spec(node: dict[str, Any]) -> OptimizerSpec:
-    return OptimizerSpec(
-        name=str(node.get("name", node.get("_target_"))),
-        builder=_canonical(_without(node, OPTIMIZER_META_KEYS)),
-    )
+def space_config(cfg: DictConfig) -> SpaceConfig:
+    """What a sweep of this config searches (space.*), as its dataclass."""
+    return SpaceConfig(**OmegaConf.to_container(cfg.space))  # type: ignore[arg-type]
 
 
-def bundled_optimizer(name: str) -> OptimizerSpec | None:
-    """The optimizer of this name in conf/optimizer, or None: how a stored trial's optimizer
-    is rebuilt (its stored builder is data, never instantiated)."""
-    if name not in options("optimizer"):
-        return None
-    return _optimizer_spec(_node(OmegaConf.load(CONF_DIR / "optimizer" / f"{name}.yaml")))
-
-
-def implementations(algorithm: str) -> list[str]:
-    """The optimizer configs that implement one algorithm (adamw: adamw, adamw_fused)."""
-    names = []
-    for path in sorted((CONF_DIR / "optimizer").glob("*.yaml")):
-        if _node(OmegaConf.load(path)).get("algorithm") == algorithm:
-            names.append(path.stem)
-    return names
+def searched_optimizers(cfg: DictConfig, overrides: list[str]) -> dict[str, OptimizerSpec]:
+    """The optimizers a sweep searches, by name, each with the command's other settings (its
+    optimizer.lr= applies to each): space.optimizers, or the implementations of the chosen
+    optimizer's algorithm."""
+    names = cfg.space.optimizers or optimizers.implementations(str(cfg.optimizer.algorithm))
+    others = [o for o in overrides if not o.startswith("optimizer=")]
+    return {name: trial_spec(load([*others, f"optimizer={name}"])).optimizer for name in names}

@@ -229,7 +229,10 @@ def plan(
     if base.memory_cap_bytes is None and cap is not None:
         base = dataclasses.replace(base, memory_cap_bytes=cap)
     named = [*given, *([workload_override(workload)] if workload else [])]
-    space = space_of(cfg, named, base, target.memory_bytes)
+    space = space_of(
+        config.space_config(cfg), config.searched_optimizers(cfg, named), base,
+        cfg.effective_batch_size, target.memory_bytes,
+    )  # fmt: skip
     return SweepPlan(cfg, base, target, cap, space, worker_slots(str(cfg.workers), base.device))
 
 

@@ -20,6 +20,7 @@ LAYERS = (
     "models", "catalog",  # the bundled models
     "store",  # the results database
     "trial",  # one setting measured, in its own process
+    "optimizers",  # the bundled optimizers (conf/optimizer)
     "config",  # Hydra: settings composed into specs
     "arguments",  # the Python API's arguments as settings
     "estimation",  # memory without a GPU

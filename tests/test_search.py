@@ -8,7 +8,7 @@ import optuna
 import pytest
 from fake_backend import CAPACITY, ENVIRONMENT, FakeBackend, GiB, line, peak
 
-from advisor.config import load, trial_spec
+from advisor.config import load, searched_optimizers, space_config, trial_spec
 from advisor.estimation.memory_line import fit
 from advisor.gpus import DEFAULT_CONTEXT_BYTES
 from advisor.recommendation import against, recommend
@@ -35,7 +35,8 @@ def make_sweeper(store, backend, study_url, *extra, memory="24GiB"):
     overrides = [*SPACE, f"gpu.memory={memory}", *extra]
     cfg = load(overrides)
     base = trial_spec(cfg)
-    space = space_of(cfg, overrides, base)
+    space = space_of(space_config(cfg), searched_optimizers(cfg, overrides), base,
+                     cfg.effective_batch_size)  # fmt: skip
     target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, base.device)
     key = study.sweep_key(space, target, "FAKE H200", "fake")
     optuna_study = study.open_study(study_url, key)
@@ -253,7 +254,8 @@ def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_ur
     overrides = [*SPACE, "gpu.memory=24GiB"]
     cfg = load(overrides)
     base = trial_spec(cfg)
-    space = space_of(cfg, overrides, base)
+    space = space_of(space_config(cfg), searched_optimizers(cfg, overrides), base,
+                     cfg.effective_batch_size)  # fmt: skip
     target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, base.device)
     optuna_study = study.open_study(study_url, "estimate")
     sweeper = Sweeper(space, target, backend, optuna_study, estimate=PerfectEstimate())

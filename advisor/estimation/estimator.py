@@ -15,11 +15,11 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from advisor import config
 from advisor.estimation.allocator import ReplayOutOfMemory
 from advisor.estimation.fake_step import FakeStep, fake_step, replayed_reserved, step_between
 from advisor.estimation.memory_line import family_key, fit
 from advisor.gpus import DEFAULT_CONTEXT_BYTES
+from advisor.optimizers import bundled_optimizer
 from advisor.result import Category, Status, TrialResult
 from advisor.spec import Checkpointing, Device, OptimizerSpec, TrialSpec
 from advisor.target import Target
@@ -332,7 +332,7 @@ def _rebuilt(stored: TrialSpec, spec: TrialSpec) -> TrialSpec | None:
     if stored.optimizer.name == spec.optimizer.name:
         optimizer: OptimizerSpec | None = spec.optimizer
     else:
-        optimizer = config.bundled_optimizer(stored.optimizer.name)
+        optimizer = bundled_optimizer(stored.optimizer.name)
     if optimizer is None:
         return None
     return dataclasses.replace(stored, model=spec.model, optimizer=optimizer)

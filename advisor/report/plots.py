@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, ParamSpec
 
 from advisor.recommendation import Recommendation
-from advisor.report.terminal import CATEGORIES, HEX, OVERHEAD, describe, gib
+from advisor.report.terminal import HEX, describe, gib, stacked
 from advisor.result import Status, TrialResult
 
 P = ParamSpec("P")
@@ -38,8 +38,8 @@ def save_memory_png(result: TrialResult, device_memory: int | None, path: Path) 
     fig = Figure(figsize=(9, 2.4))
     ax = fig.subplots()
     left = 0.0
-    for key, label, colour in [*CATEGORIES, OVERHEAD]:
-        value = getattr(memory, key) / 2**30
+    for label, size, colour in stacked(memory, device_memory)[0]:
+        value = size / 2**30
         ax.barh(0, value, left=left, color=HEX[colour], label=f"{label} {gib(value * 2**30)}")
         left += value
     ax.axvline(memory.device_peak_bytes / 2**30, color="black", linestyle="--", label="device peak")

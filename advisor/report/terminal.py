@@ -113,15 +113,24 @@ def memory_table(memory: Memory, device_memory: int | None, on_gpu: bool, of: st
     return table
 
 
+def stacked(memory: Memory, device_memory: int | None) -> tuple[list[tuple[str, int, str]], int]:
+    """The breakdown as one stack, as every memory bar draws it (here, the dashboard's, the
+    PNG): (label, bytes, colour) in stacking order, and the scale it is drawn against: the
+    GPU's memory, or with none the largest figure."""
+    parts = [
+        (label, getattr(memory, key), colour) for key, label, colour in [*CATEGORIES, OVERHEAD]
+    ]
+    scale = max(device_memory or 0, sum(size for _, size, _ in parts), memory.device_peak_bytes, 1)
+    return parts, scale
+
+
 def memory_bar(memory: Memory, device_memory: int | None, of: str = "GPU") -> Text:
     """The categories stacked against the GPU's memory, or the target's (of="target"); with
     neither, against the largest figure. They overlap in time, so the stack can reach past the
     device peak, marked by '|'."""
-    parts = [(getattr(memory, key), colour) for key, _, colour in [*CATEGORIES, OVERHEAD]]
-    scale = max(device_memory or 0, sum(size for size, _ in parts), memory.device_peak_bytes, 1)
-    cells = [
-        ("█", colour) for size, colour in parts for _ in range(round(BAR_WIDTH * size / scale))
-    ]
+    parts, scale = stacked(memory, device_memory)
+    cells = [("█", colour) for _, size, colour in parts
+             for _ in range(round(BAR_WIDTH * size / scale))]  # fmt: skip
     cells = (cells + [("·", "grey30")] * BAR_WIDTH)[:BAR_WIDTH]
     cells[min(BAR_WIDTH - 1, round(BAR_WIDTH * memory.device_peak_bytes / scale))] = ("|", "bold")
     if device_memory:

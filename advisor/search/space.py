@@ -7,10 +7,8 @@ import dataclasses
 import itertools
 from collections.abc import Iterator, Sequence
 
-from omegaconf import DictConfig, OmegaConf
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 
-from advisor import config
 from advisor.config import SpaceConfig
 from advisor.errors import ConfigError
 from advisor.spec import Checkpointing, Device, OptimizerSpec, Precision, TrialSpec
@@ -193,22 +191,18 @@ def _precisions(given: Sequence[Precision], cuda: bool) -> list[Choice]:
 
 
 def space_of(
-    cfg: DictConfig, overrides: list[str], base: TrialSpec, target_memory_bytes: int | None = None
+    settings: SpaceConfig,
+    optimizers: dict[str, OptimizerSpec],
+    base: TrialSpec,
+    effective_batch_size: int | None = None,
+    target_memory_bytes: int | None = None,
 ) -> Space:
-    """The space of a sweep command: its axes, and a base spec for each optimizer named."""
-    space_config = SpaceConfig(**OmegaConf.to_container(cfg.space))  # type: ignore[arg-type]
-    names = space_config.optimizers or config.implementations(str(cfg.optimizer.algorithm))
-    others = [o for o in overrides if not o.startswith("optimizer=")]
-    optimizers = {
-        name: dataclasses.replace(base, optimizer=_optimizer(others, name)) for name in names
-    }
-    if cfg.effective_batch_size is not None and cfg.effective_batch_size < 1:
-        raise ConfigError(f"effective_batch_size must be positive, got {cfg.effective_batch_size}")
-    return Space(base, space_config, optimizers, cfg.effective_batch_size, target_memory_bytes)
-
-
-def _optimizer(overrides: list[str], name: str) -> OptimizerSpec:
-    return config.trial_spec(config.load([*overrides, f"optimizer={name}"])).optimizer
+    """The space of a sweep: its axes (space.*), and a base spec for each optimizer searched
+    (config.searched_optimizers)."""
+    if effective_batch_size is not None and effective_batch_size < 1:
+        raise ConfigError(f"effective_batch_size must be positive, got {effective_batch_size}")
+    specs = {name: dataclasses.replace(base, optimizer=o) for name, o in optimizers.items()}
+    return Space(base, settings, specs, effective_batch_size, target_memory_bytes)
 
 
 def as_int(value: Choice) -> int:

@@ -127,9 +127,7 @@ def error_page(
 
 def memory_bar(memory: Memory, device_memory: int | None) -> Bar:
     """Against the GPU's memory, or the largest figure on a CPU (as the terminal's bar)."""
-    sizes = [(label, getattr(memory, key), colour)
-             for key, label, colour in [*terminal.CATEGORIES, terminal.OVERHEAD]]  # fmt: skip
-    scale = max(device_memory or 0, sum(size for _, size, _ in sizes), memory.device_peak_bytes, 1)
+    sizes, scale = terminal.stacked(memory, device_memory)
     parts = [BarPart(label, terminal.gib(size), terminal.HEX[colour], size / scale)
              for label, size, colour in sizes if size > 0]  # fmt: skip
     scale_label = f"the GPU's {terminal.gib(device_memory)}" if device_memory else "the largest"
