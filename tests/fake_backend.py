@@ -4,15 +4,21 @@ Its table is resnet50 on the H200 with AdamW, as measured in experiments/2026-11
 (device peak at batch 64 and 256 gives each family's memory line; samples/s at 256 its speed),
 extended to other batches by the affine memory law and a saturating throughput curve. A batch
 whose peak passes CAPACITY is an OOM. Results are stored in a real Store, as the worker's are.
+A Sweeper over it (make_sweeper) searches resnet50's space on the CPU as a sweep would.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from advisor.config import load, searched_optimizers, space_config, trial_spec
 from advisor.result import Environment, Failure, Memory, Phase, Status, Throughput, TrialResult
+from advisor.search import study
+from advisor.search.space import space_of
+from advisor.search.sweeper import Sweeper
 from advisor.spec import TrialSpec
 from advisor.store.store import Store
+from advisor.target import target_for
 
 GiB = 2**30
 CAPACITY = 40 * GiB
@@ -107,3 +113,37 @@ def fake_result(spec: TrialSpec) -> TrialResult:
     return dataclasses.replace(
         TrialResult(spec, Status.ok, ENVIRONMENT, memory, throughput, None, 1.0)
     )
+
+
+SPACE = [
+    "model=resnet50",
+    "device=cpu",
+    "space.batch_sizes=[16,32,64,128,256,512,1024]",
+    "space.grad_accum=[1,2,4]",
+    "space.precision=[fp32,bf16,fp16]",
+    "space.compile=[false]",
+    "space.channels_last=[false]",
+]
+
+
+def make_sweeper(store, backend, study_url, *extra, memory="24GiB"):
+    overrides = [*SPACE, f"gpu.memory={memory}", *extra]
+    cfg = load(overrides)
+    base = trial_spec(cfg)
+    space = space_of(space_config(cfg), searched_optimizers(cfg, overrides), base,
+                     cfg.effective_batch_size)  # fmt: skip
+    target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, base.device)
+    key = study.sweep_key(space, target, "FAKE H200", "fake")
+    optuna_study = study.open_study(study_url, key)
+    return Sweeper(space, target, backend, optuna_study), target
+
+
+class PerfectEstimate:
+    """The fake backend's own memory law, as an estimate that is never wrong."""
+
+    def device_peak(self, spec, measured):
+        return peak(spec)
+
+    def largest_batch(self, spec, target, measured):
+        fixed, per_sample = line(spec)
+        return int((target.allowed_bytes - fixed) // per_sample)

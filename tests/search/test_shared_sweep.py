@@ -14,11 +14,10 @@ import time
 from collections import Counter
 
 import pytest
-from fake_backend import FakeBackend, fake_result
+from fake_backend import FakeBackend, fake_result, make_sweeper
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 from test_cli import ADVISOR
-from test_search import make_sweeper
 from test_sweep_cli import SWEEP
 
 from advisor.search.study import OWNER

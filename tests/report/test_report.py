@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from fake_backend import GiB, fake_result
+from fake_backend import SPACE, GiB, fake_result
 from rich.console import Console
-from test_search import SPACE
 
 from advisor.config import load, trial_spec
 from advisor.recommendation import against, recommend

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import optuna
 import pytest
-from fake_backend import FakeBackend
-from test_search import make_sweeper
+from fake_backend import FakeBackend, make_sweeper
 
 from advisor.recommendation import recommend
 from advisor.store.store import Store

@@ -251,7 +251,7 @@ def test_serving_reads_a_database_as_it_is(tmp_path):
     from advisor.store import schema
 
     old = tmp_path / "old.sqlite"
-    shutil.copy(Path(__file__).parent / "schemas" / "0007.sqlite", old)
+    shutil.copy(Path(__file__).parent.parent / "schemas" / "0007.sqlite", old)
     before = old.read_bytes()
     with pytest.raises(StoreError, match="is at schema 0007, not 0008, and is only read here"):
         open_store(f"sqlite:///{old}")

@@ -6,7 +6,17 @@ import dataclasses
 
 import optuna
 import pytest
-from fake_backend import CAPACITY, ENVIRONMENT, FakeBackend, GiB, line, peak
+from fake_backend import (
+    CAPACITY,
+    ENVIRONMENT,
+    SPACE,
+    FakeBackend,
+    GiB,
+    PerfectEstimate,
+    line,
+    make_sweeper,
+    peak,
+)  # fmt: skip
 
 from advisor.config import load, searched_optimizers, space_config, trial_spec
 from advisor.estimation.memory_line import fit
@@ -19,28 +29,6 @@ from advisor.search.space import space_of
 from advisor.search.sweeper import Sweeper
 from advisor.store.store import Store
 from advisor.target import Target, target_for, trial_cap
-
-SPACE = [
-    "model=resnet50",
-    "device=cpu",
-    "space.batch_sizes=[16,32,64,128,256,512,1024]",
-    "space.grad_accum=[1,2,4]",
-    "space.precision=[fp32,bf16,fp16]",
-    "space.compile=[false]",
-    "space.channels_last=[false]",
-]
-
-
-def make_sweeper(store, backend, study_url, *extra, memory="24GiB"):
-    overrides = [*SPACE, f"gpu.memory={memory}", *extra]
-    cfg = load(overrides)
-    base = trial_spec(cfg)
-    space = space_of(space_config(cfg), searched_optimizers(cfg, overrides), base,
-                     cfg.effective_batch_size)  # fmt: skip
-    target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, base.device)
-    key = study.sweep_key(space, target, "FAKE H200", "fake")
-    optuna_study = study.open_study(study_url, key)
-    return Sweeper(space, target, backend, optuna_study), target
 
 
 def test_memory_line_recovers_an_affine_family():
@@ -235,17 +223,6 @@ def test_the_designed_trials_come_first(db_url, study_url):
     assert start.batch_size == 32
     # then the climb: one batch fixes the fake family's line only with a second point
     assert backend.calls[1].batch_size == 64
-
-
-class PerfectEstimate:
-    """The fake backend's own memory law, as an estimate that is never wrong."""
-
-    def device_peak(self, spec, measured):
-        return peak(spec)
-
-    def largest_batch(self, spec, target, measured):
-        fixed, per_sample = line(spec)
-        return int((target.allowed_bytes - fixed) // per_sample)
 
 
 def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_url, study_url):

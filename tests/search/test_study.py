@@ -5,9 +5,8 @@ running as PRUNED, and each trial linked to advisor's."""
 from __future__ import annotations
 
 import optuna
-from fake_backend import FakeBackend
+from fake_backend import FakeBackend, PerfectEstimate, make_sweeper
 from optuna.trial import TrialState
-from test_search import PerfectEstimate, make_sweeper
 
 from advisor.result import Status
 from advisor.search import study

@@ -20,7 +20,7 @@ from advisor.store.store import Store
 from advisor.store.tables import Base
 from advisor.store.trial_filter import TrialFilter
 
-SCHEMAS = Path(__file__).parent / "schemas"
+SCHEMAS = Path(__file__).parent.parent / "schemas"
 
 
 def head() -> str | None:

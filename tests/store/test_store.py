@@ -4,6 +4,7 @@ import dataclasses
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
@@ -147,7 +148,7 @@ def test_a_process_killed_mid_write_leaves_no_trial(db_url):
     child = textwrap.dedent(
         f"""
         import os, signal, sys
-        sys.path.insert(0, {str(__import__("pathlib").Path(__file__).parent)!r})
+        sys.path[:0] = {[str(p) for p in (Path(__file__).parent, Path(__file__).parent.parent)]!r}
         from sqlalchemy import event
         from sqlalchemy.orm import Session
         from advisor.store.store import Store
