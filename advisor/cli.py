@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from advisor import extras
-from advisor.console import JsonFlag, Overrides, err, fail, out
+from advisor.console import JsonFlag, Overrides, err, fail, out, prints_to_stderr
 from advisor.errors import AdvisorError, StoreError
 from advisor.history_cli import stored
 from advisor.recommendation import Against
@@ -59,13 +59,14 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     """
     from advisor import verbs  # (torch: only the verbs that measure import it
 
-    cfg = verbs.configure(overrides=overrides or [], one_trial=True)
-    _check_plot(cfg.plot)
-    spec = verbs.trial_spec(cfg)
-    if str(cfg.device) == "auto" and spec.device is Device.cpu:
-        err.print("no CUDA GPU here: measuring on the CPU (device=cpu says you mean it)")
-    with err.status(f"measuring {terminal.describe_spec(spec)}"):
-        result = verbs.measure(spec, cfg)
+    with prints_to_stderr():
+        cfg = verbs.configure(overrides=overrides or [], one_trial=True)
+        _check_plot(cfg.plot)
+        spec = verbs.trial_spec(cfg)
+        if str(cfg.device) == "auto" and spec.device is Device.cpu:
+            err.print("no CUDA GPU here: measuring on the CPU (device=cpu says you mean it)")
+        with err.status(f"measuring {terminal.describe_spec(spec)}"):
+            result = verbs.measure(spec, cfg)
     device_memory = result.environment.device_memory_bytes if result.environment else None
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
@@ -77,7 +78,8 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     if (snapshot := tables.snapshot_line(result)) is not None:
         err.print(snapshot, highlight=False)
     if result.status in (Status.crashed, Status.timeout):
-        raise typer.Exit(1)
+        said = result.failure.last_line if result.failure else ""
+        fail(f"the trial {result.status.value}" + (f": {said}" if said else ""), code=1)
 
 
 @app.command()
@@ -112,9 +114,10 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     from advisor.report.progress import SweepDisplay
     from advisor.search.answer import NEAR
 
-    cfg = verbs.configure(overrides=given)
+    with prints_to_stderr():
+        cfg = verbs.configure(overrides=given)
     _check_plot(cfg.plot)
-    with SweepDisplay(err, cfg.trials, cfg.minutes) as display:
+    with SweepDisplay(err, cfg.trials, cfg.minutes) as display, prints_to_stderr():
         events = verbs.SweepEvents(
             started=display.started,
             step=display.step,
@@ -177,7 +180,8 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
     """
     from advisor import verbs
 
-    rec = verbs.recommend(overrides=overrides or [])
+    with prints_to_stderr():
+        rec = verbs.recommend(overrides=overrides or [])
     if as_json:
         print(json.dumps(rec.to_dict(), indent=2))
     else:
@@ -200,7 +204,7 @@ def estimate_command(overrides: Overrides = None, as_json: JsonFlag = False) -> 
     history of the same workload. Takes every knob of advisor run; gpu= names
     the target (default: the local GPU).
     """
-    with err.status("estimating on fake tensors"):
+    with err.status("estimating on fake tensors"), prints_to_stderr():
         from advisor import verbs
 
         result = verbs.estimate(overrides=overrides or [])

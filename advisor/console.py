@@ -4,6 +4,9 @@ mistake gets instead of a traceback."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Iterator
 from typing import Annotated, NoReturn
 
 import typer
@@ -22,6 +25,15 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON to stdout ins
 def fail(message: str, code: int = 2) -> NoReturn:
     err.print(f"advisor: {message}", highlight=False, markup=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def prints_to_stderr() -> Iterator[None]:
+    """While a verb runs the user's code in this process (a workload file imported, its model
+    built on fake tensors), what that code prints goes to stderr: stdout holds the results
+    alone, and --json's is read by programs (nanoGPT's model prints its size when built)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
 
 
 def only_db_url(options: list[str] | None) -> str | None:

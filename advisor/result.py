@@ -168,6 +168,12 @@ class Failure:
     requested_bytes: int | None = None  # what the failing allocation asked for
     message: str = ""  # the error, or the tail of the worker's stderr
 
+    @property
+    def last_line(self) -> str:
+        """What it said last, in one line: a traceback's exception, or the exit code."""
+        lines = [line.strip() for line in self.message.splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
 
 @dataclasses.dataclass(frozen=True)
 class TrialResult:

@@ -191,3 +191,34 @@ def workload():
     assert result.status is api.Status.ok, result.failure
     assert "transformers" in dict(result.spec.model.versions)
     assert seen.read_text() == "True"
+
+
+TALKATIVE = TESTS / "workloads" / "talkative.py"
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ["run", "device=cpu", *FAST_OVERRIDES],
+        ["estimate", "gpu.memory=1GiB"],
+        ["sweep", *SMALL_SPACE, "trials=1"],
+    ],
+)
+def test_what_a_workload_prints_stays_off_the_json(verb, db_url):
+    """--json's stdout is the JSON alone: the workload's own prints go to stderr."""
+    done = advisor(*verb, f"workload={TALKATIVE}:workload", "batch_size=2", "--json",
+                   db_url=db_url)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    json.loads(done.stdout)
+    assert "number of parameters" in done.stderr
+
+
+def test_a_model_that_raises_in_its_forward_says_so_in_one_line(db_url):
+    done = advisor("run", f"workload={TALKATIVE}:raises_in_forward", "device=cpu",
+                   "batch_size=2", "--json", db_url=db_url)  # fmt: skip
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["status"] == "crashed"
+    last = done.stderr.strip().splitlines()[-1]
+    assert (
+        last == "advisor: the trial crashed: ValueError: decoder_start_token_id has to be defined"
+    )
