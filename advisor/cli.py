@@ -13,7 +13,7 @@ import typer
 from advisor import extras
 from advisor.console import JsonFlag, Overrides, err, fail, out, prints_to_stderr
 from advisor.errors import AdvisorError, StoreError
-from advisor.history_cli import stored
+from advisor.history_cli import history_commands
 from advisor.recommendation import Against
 from advisor.report import estimate_report, plots, sweep_report, tables, terminal
 from advisor.result import Status
@@ -30,7 +30,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-app.add_typer(stored)  # history, show, compare, sweeps, export, import, serve
+app.add_typer(history_commands)  # history, show, compare, sweeps, export, import, serve
 
 
 @app.command()
@@ -57,12 +57,13 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       crashed or timed out (or the database cannot be opened), 2 for a setting
       or workload to fix (nothing stored).
     """
-    from advisor import verbs  # (torch: only the verbs that measure import it
+    from advisor import verbs  # (torch: only the verbs that measure import it)
+    from advisor.config import trial_spec
 
     with prints_to_stderr():
         cfg = verbs.configure(overrides=overrides or [], one_trial=True)
         _check_plot(cfg.plot)
-        spec = verbs.trial_spec(cfg)
+        spec = trial_spec(cfg)
         if str(cfg.device) == "auto" and spec.device is Device.cpu:
             err.print("no CUDA GPU here: measuring on the CPU (device=cpu says you mean it)")
         with err.status(f"measuring {terminal.describe_spec(spec)}"):

@@ -34,5 +34,5 @@ def first_line(error: BaseException) -> str:
 
 def error_line(error: BaseException) -> str:
     """An exception in one line: its type and its message's first line."""
-    said = str(error).strip()
-    return f"{type(error).__name__}: {said.splitlines()[0]}" if said else type(error).__name__
+    said = first_line(error)
+    return f"{type(error).__name__}: {said}" if str(error).strip() else said

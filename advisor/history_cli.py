@@ -18,10 +18,10 @@ from advisor.result import TrialResult
 from advisor.store import schema, transfer
 from advisor.store.store import Store, existing
 
-stored = typer.Typer()
+history_commands = typer.Typer()
 
 
-@stored.command()
+@history_commands.command()
 def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
     """List stored trials, newest first.
 
@@ -44,7 +44,7 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
         out.print(tables.history_table(results, out.width))
 
 
-@stored.command()
+@history_commands.command()
 def export(filters: Overrides = None) -> None:
     """Write stored trials to a file: out=FILE.json (advisor import reads it back, into any
     database), out=FILE.csv (a column per figure, for spreadsheets) or out=FILE.parquet (the
@@ -66,7 +66,7 @@ def export(filters: Overrides = None) -> None:
     err.print(f"{len(results)} trial(s) written to {path}", highlight=False)
 
 
-@stored.command(name="import")
+@history_commands.command(name="import")
 def import_command(source: str, options: Overrides = None) -> None:
     """Store the trials of an export (FILE.json) or of another advisor database (a SQLite file
     or a URL) here, each once: one already stored (its spec, measured at the same moment) is
@@ -98,7 +98,7 @@ def _matching(filters: list[str], default_limit: int) -> list[TrialResult]:
     return results
 
 
-@stored.command()
+@history_commands.command()
 def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) -> None:
     """Show one stored trial: its breakdown, its rate and spread, where it ran.
 
@@ -118,7 +118,7 @@ def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) ->
     out.print(tables.trial_view(result))
 
 
-@stored.command()
+@history_commands.command()
 def compare(ids: Overrides = None, as_json: JsonFlag = False) -> None:
     """Show stored trials side by side, marking what differs: settings, figures and versions.
 
@@ -144,7 +144,7 @@ def compare(ids: Overrides = None, as_json: JsonFlag = False) -> None:
         out.print(tables.compare_table(found))
 
 
-@stored.command()
+@history_commands.command()
 def sweeps(options: Overrides = None, as_json: JsonFlag = False) -> None:
     """List the stored sweeps, newest first, with the trials each used.
 
@@ -161,7 +161,7 @@ def sweeps(options: Overrides = None, as_json: JsonFlag = False) -> None:
         out.print(tables.sweeps_table(found))
 
 
-@stored.command()
+@history_commands.command()
 def serve(
     options: Overrides = None,
     port: Annotated[int, typer.Option(help="The port to listen on.")] = 8000,

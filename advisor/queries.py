@@ -135,23 +135,22 @@ def recommendation(store: Store, given: Mapping[str, str]) -> Recommendation:
         device = Device(given.get("device", "cuda"))
     except ValueError:
         raise ConfigError(f"device must be cuda or cpu, got {given['device']!r}") from None
-    rec = stored_recommendation(store, model, target, int(batch) if batch else None, device)
-    if rec.considered == 0:
+    trials = stored_trials(store, model, device)
+    if not trials:
         raise ConfigError(
             f"no ok {device.value} trial of model {model!r} is stored; sweep it first"
         )
-    return rec
+    return recommend(trials, target, int(batch) if batch else None)
 
 
-def stored_recommendation(
-    store: Store, model: str, target: Target, effective_batch_size: int | None = None,
-    device: Device = Device.cuda, identity: WorkloadIdentity | None = None,
-) -> Recommendation:  # fmt: skip
-    """recommend from history alone, one answer for the command line, Python and the server:
-    among the model's ok trials on the device, those of one workload (name, source, arguments
-    and code: an edited workload is another). `identity` is the workload as the caller's code
-    has it now (advisor recommend composes it); without it (the server, which loads no code),
-    the workload measured last."""
+def stored_trials(
+    store: Store, model: str, device: Device, identity: WorkloadIdentity | None = None
+) -> list[TrialResult]:
+    """What recommend answers from, one choice for the command line, Python and the server:
+    the model's ok trials on the device, of one workload (name, source, arguments and code: an
+    edited workload is another). `identity` is the workload as the caller's code has it now
+    (advisor recommend composes it); without it (the server, which loads no code), the
+    workload measured last."""
     stored = store.trials(model=model, status="ok")
     if identity is not None:
         same = [r for r in stored if r.spec.model.identity == identity]
@@ -165,7 +164,7 @@ def stored_recommendation(
     if trials and identity is None:
         newest = trials[0].spec.model.identity
         trials = [r for r in trials if r.spec.model.identity == newest]
-    return recommend(trials, target, effective_batch_size)
+    return trials
 
 
 def _asked(given: Mapping[str, str], known: tuple[str, ...], what: str) -> dict[str, str]:

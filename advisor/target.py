@@ -60,7 +60,7 @@ def target_for(
     if not 0 <= margin < 1:
         raise ConfigError(f"margin must be a fraction in [0, 1), got {margin}")
     name = None if gpu in (None, "", "auto") else gpu
-    if memory not in (None, ""):
+    if memory is not None:
         try:
             memory_bytes = gpus.parse_bytes(memory)
         except ValueError as error:

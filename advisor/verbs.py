@@ -23,7 +23,7 @@ from advisor.config import device_of, load, trial_spec, workload_identity
 from advisor.errors import ConfigError
 from advisor.estimation.estimator import Estimate, Estimator
 from advisor.estimation.estimator import estimate as estimate_spec
-from advisor.queries import stored_recommendation
+from advisor.queries import stored_trials
 from advisor.recommendation import (
     Against,
     Recommendation,
@@ -31,6 +31,7 @@ from advisor.recommendation import (
     disagreement,
     typical,
 )
+from advisor.recommendation import recommend as recommend_from
 from advisor.result import TrialResult
 from advisor.search import study
 from advisor.search.answer import NEAR, Answer, time_to
@@ -152,10 +153,8 @@ def recommend(
     identity = workload_identity(cfg)  # as the code has it now (the model is not built)
     device = device_of(cfg.device)
     target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, device)
-    store = existing(cfg.db_url)
-    return stored_recommendation(
-        store, identity.name, target, cfg.effective_batch_size, device, identity
-    )
+    trials = stored_trials(existing(cfg.db_url), identity.name, device, identity)
+    return recommend_from(trials, target, cfg.effective_batch_size)
 
 
 @dataclasses.dataclass(frozen=True)

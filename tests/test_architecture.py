@@ -5,6 +5,7 @@ its face (advisor/__init__.py, which imports the verbs); no module outgrows one 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,6 +123,14 @@ def test_nothing_inside_imports_the_face(name):
 def test_a_module_holds_one_concept(name):
     lines = len(MODULES[name].read_text().splitlines())
     assert lines <= MOST_LINES, f"{MODULES[name]} has {lines} lines: split it along its concepts"
+
+
+@pytest.mark.parametrize("folder", sorted({p.parent.name for p in PACKAGE.glob("*/__init__.py")}))
+def test_each_folder_names_its_modules(folder):
+    """A folder's __init__ lists its modules (`- name.py  what it offers`): all, and no other."""
+    doc = ast.get_docstring(ast.parse((PACKAGE / folder / "__init__.py").read_text())) or ""
+    listed = set(re.findall(r"^- (\w+)\.py\b", doc, re.MULTILINE))
+    assert listed == {p.stem for p in (PACKAGE / folder).glob("*.py")} - {"__init__"}
 
 
 def test_the_checks_can_fail():

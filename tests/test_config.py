@@ -149,6 +149,9 @@ def test_a_builder_that_cannot_be_imported_is_one_line():
         ("trials=-3", "trials must be at least 1, got -3"),
         ("timeout_s=0", "timeout_s must be more than 0, got 0"),
         ("minutes=-1", "minutes must be more than 0, got -1"),
+        # a list inside an axis passes OmegaConf's schema (the fuzzer found [[]] crashing)
+        ("space.precision=[[]]", "space.precision[0] must be one value, not []"),
+        ("space.compile=[true,[false]]", "space.compile[1] must be one value, not [False]"),
     ],
 )
 def test_settings_out_of_range_are_refused_before_anything_runs(override, message):

@@ -191,7 +191,7 @@ def _precisions(given: Sequence[Precision], cuda: bool) -> list[Choice]:
 
 
 def space_of(
-    settings: SpaceConfig,
+    space_config: SpaceConfig,
     optimizers: dict[str, OptimizerSpec],
     base: TrialSpec,
     effective_batch_size: int | None = None,
@@ -202,7 +202,7 @@ def space_of(
     if effective_batch_size is not None and effective_batch_size < 1:
         raise ConfigError(f"effective_batch_size must be positive, got {effective_batch_size}")
     specs = {name: dataclasses.replace(base, optimizer=o) for name, o in optimizers.items()}
-    return Space(base, settings, specs, effective_batch_size, target_memory_bytes)
+    return Space(base, space_config, specs, effective_batch_size, target_memory_bytes)
 
 
 def as_int(value: Choice) -> int:

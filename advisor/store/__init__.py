@@ -1,10 +1,11 @@
 """The store: every measurement, in a SQLAlchemy database (SQLite by default).
 
-- store.py       Store: opening (and migrating) a database, writing trials, querying them
+- store.py       Store: opening (and migrating) a database, writing and querying trials, and
+                 a sweep's record and links
 - tables.py      the ORM tables (*Row); nothing outside the store sees them
 - rows.py        a trial as a row and back
 - schema.py      the engine, the schema's migrations (db/migrations), an unusable database told
-- sweeps.py      Sweep: a sweep's record and the trials linked to it
+- sweeps.py      Sweep: a sweep's record as the store returns it, and one trial's link to it
 - trial_filter.py TrialFilter: what history can ask beyond model and status
 - sharing.py     one sweep run by several processes: claims, and what the others stored
 - spool.py       trials measured but not stored yet, kept as JSON until the database takes them

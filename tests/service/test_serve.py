@@ -110,6 +110,13 @@ def test_the_server_and_python_recommend_alike(served):
         assert served_answer.json()["recommendation"]["id"] == python.best.id
 
 
+def test_no_trial_at_the_effective_batch_asked_is_no_recommendation_not_an_error(served):
+    client, *_ = served
+    query = {"model": "tiny_cnn", "gpu": "t4", "effective_batch_size": "3"}
+    answer = client.get("/api/v1/recommend", params=query)
+    assert answer.status_code == 200 and answer.json()["recommendation"] is None
+
+
 def test_recommend_from_history_for_a_gpu_or_a_budget(served):
     client, store, *_ = served
     budget = {"memory": "12GiB", "margin": "0.1"}
