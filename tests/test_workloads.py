@@ -222,3 +222,12 @@ def test_a_model_that_raises_in_its_forward_says_so_in_one_line(db_url):
     assert (
         last == "advisor: the trial crashed: ValueError: decoder_start_token_id has to be defined"
     )
+
+
+def test_an_estimate_builds_the_model_once_for_all_its_fake_steps(db_url):
+    """The largest-batch search takes a dozen fake steps; each gets a copy of one model built
+    on the meta device (and the workload's check builds one more): 78 builds before."""
+    done = advisor("estimate", f"workload={TALKATIVE}:workload", "batch_size=2", "device=cuda",
+                   "gpu.memory=1GiB", db_url=db_url)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("number of parameters") == 2

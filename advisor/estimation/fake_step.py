@@ -12,6 +12,7 @@ through the caching allocator's model (advisor/estimation/allocator.py).
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import functools
 import json
@@ -30,7 +31,7 @@ from torch.utils._pytree import tree_flatten, tree_leaves
 
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.cuda_emulation import step_precision
-from advisor.spec import Checkpointing, Device, TrialSpec
+from advisor.spec import Checkpointing, Device, TrialSpec, WorkloadSpec
 from advisor.trial.training import build_model, checkpoint_blocks, device_batch, workload_of
 
 BLOCK = 512  # the caching allocator rounds every block to this many bytes
@@ -78,7 +79,7 @@ def fake_step(spec: TrialSpec) -> FakeStep:
     # Built on the meta device (some initialisers read values back, which fake tensors cannot),
     # then given fake storage.
     work = workload_of(spec.model)
-    meta_model = build_model(work, torch.device("meta"))
+    meta_model = _meta_model(spec.model)
     if spec.channels_last:  # before the fake storage: empty_like keeps the layout
         meta_model = meta_model.to(memory_format=torch.channels_last)
     with FakeTensorMode(allow_non_fake_inputs=True), counter:
@@ -129,6 +130,22 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         update_ratio=update_ratio,
         first_step_releases_cache=gpu and any(isinstance(m, _ConvNd) for m in model.modules()),
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _built_on_meta(model: WorkloadSpec) -> nn.Module:
+    return build_model(workload_of(model), torch.device("meta"))
+
+
+def _meta_model(model: WorkloadSpec) -> nn.Module:
+    """The workload's model on the meta device, built once: each fake step gets a copy (to_empty
+    fills the module it is given), and a largest-batch search takes a dozen steps (a 0.5B
+    transformers model takes seconds to build, even on meta). A model deepcopy cannot copy is
+    built again."""
+    try:
+        return copy.deepcopy(_built_on_meta(model))
+    except Exception:
+        return build_model(workload_of(model), torch.device("meta"))
 
 
 def _to_fake(model: nn.Module) -> nn.Module:
