@@ -44,6 +44,15 @@ class Climb:
         self.rescues: list[TrialSpec] = []  # specs outside Optuna's axes to measure next
         self.later: list[dict[str, Choice]] = []  # climbs queued once the design is done
 
+    def next_rescue(self) -> TrialSpec | None:
+        """The next spec to measure outside Optuna's axes (a retry, a climb's nuisance value)."""
+        return self.rescues.pop(0) if self.rescues else None
+
+    def take_later(self) -> list[dict[str, Choice]]:
+        """The climbs held back while the design changed the anchor, to queue now it is done."""
+        later, self.later = self.later, []
+        return later
+
     def after(self, spec: TrialSpec) -> bool:
         """After a step of a setting, queue the next batch of it worth measuring (see
         Feasibility.next_batch); True if that is smaller than the spec's."""

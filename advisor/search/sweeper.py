@@ -224,8 +224,7 @@ class Sweeper:
                     f"the answer is due at {minutes:g} minutes (minutes={minutes:g}): a trial "
                     "started now would end after it, with the answer's repeat still to run"
                 )
-            while self.climb.rescues:
-                spec = self.climb.rescues.pop(0)
+            while (spec := self.climb.next_rescue()) is not None:
                 step = self._settled_without_running(spec)
                 if step is None and self._reserve(spec):
                     return _Job(spec, None)
@@ -293,7 +292,7 @@ class Sweeper:
         tried = {step.spec.hash for step in self._told.values()}
         points = self._design.next_points(self.progress.best, tried, self.results.values())
         if self._design.done:
-            points, self.climb.later = points + self.climb.later, []
+            points = points + self.climb.take_later()
         for point in points:
             self.study.enqueue_trial(point, skip_if_exists=True)
 
