@@ -2,8 +2,9 @@
 it changes what backward saves (advisor/estimation/fake_step.py runs the step under it):
 - CUDA autocast's policy (matmuls and convolutions in 16 bits; norms, softmax, losses and pow in
   fp32), instead of the CPU's;
-- attention as CUDA's fused kernels keep it: no attention matrix and no dropout mask saved, and
-  gradients in the layout of q, k and v.
+- attention as the kernel CUDA picks keeps it: the fused kernels no attention matrix and no
+  dropout mask, with gradients in the layout of q, k and v; the math path (fp32 with
+  grouped-query heads, say) the whole matrix.
 """
 
 from __future__ import annotations
@@ -116,21 +117,50 @@ def _fused_attention(
     scale: float | None = None,
     enable_gqa: bool = False,
 ) -> torch.Tensor:
-    """The kernel CUDA's dispatcher picks, by its meta function (which runs on fake CPU tensors):
-    flash attention for 16-bit inputs without a mask, else memory-efficient attention. Their
-    outputs and gradients keep the layout of q, k and v, as CUDA's do."""
+    """The kernel CUDA's dispatcher picks (cuda_attention_kernel), by its meta function, which
+    runs on fake CPU tensors. Flash and memory-efficient attention keep no attention matrix and
+    give gradients in the layout of q, k and v, as CUDA's do; the math path keeps the matrix, as
+    it does on the GPU. Where the CPU's own kernel stands in, it is its flash kernel (no
+    dropout) or its math path (dropout)."""
     aten = torch.ops.aten
-    if enable_gqa or q.size(-1) > 256 or q.size(-1) % 8:
+    kernel = cuda_attention_kernel(q, k, attn_mask, enable_gqa)
+    if kernel == "math":
+        return aten._scaled_dot_product_attention_math(
+            q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+        )[0]
+    if kernel == "cpu":
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
         )
-    if attn_mask is None and q.dtype in (torch.float16, torch.bfloat16):
+    if kernel == "flash":
         out = aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, scale=scale)
     else:
         out = aten._scaled_dot_product_efficient_attention(
             q, k, v, attn_mask, True, dropout_p, is_causal, scale=scale
         )
     return out[0]
+
+
+def cuda_attention_kernel(
+    q: torch.Tensor, k: torch.Tensor, attn_mask: torch.Tensor | None, enable_gqa: bool
+) -> str:
+    """flash, efficient or math, as CUDA picks it for memory's sake (probed on the H200 with torch
+    2.11: experiments/2026-12-03-h200-sdpa-choice); cpu where the CPU's kernel stands in.
+    - Grouped-query heads (fewer key/value heads, read in place) in fp32, or with heads over
+      256: the math path, which keeps the attention matrix (no fused kernel takes them).
+    - Grouped-query heads in 16 bits: cuDNN's kernel on the H200, which keeps no matrix; the
+      CPU's flash kernel stands in (an older GPU may run the math path where there is a mask).
+    - Heads not a multiple of 8 were not probed: the CPU's kernel stands in, as before.
+    - Otherwise flash attention for 16 bits without a mask (cuDNN's on the H200 keeps as
+      little), else memory-efficient attention (fp32, a mask, heads over 256)."""
+    head_dim, sixteen = q.size(-1), q.dtype in (torch.float16, torch.bfloat16)
+    if head_dim % 8:
+        return "cpu"
+    if enable_gqa and q.size(-3) != k.size(-3):
+        return "cpu" if sixteen and head_dim <= 256 else "math"
+    if sixteen and attn_mask is None and head_dim <= 256:
+        return "flash"
+    return "efficient"
 
 
 def _inside(mode: TorchFunctionMode, func: Any, args: Any, kwargs: Any) -> Any:

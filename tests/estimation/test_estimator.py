@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -251,3 +252,31 @@ def test_a_stored_trials_builders_are_never_run(tmp_path, name):
     e = estimate(spec, BIG, [measured_as(planted, fake_step(spec).peak_allocated_bytes)])
     assert not marker.exists()
     assert (e.calibration is not None) is (name != "planted")
+
+
+PROBE = Path(__file__).parents[2] / "experiments" / "2026-12-03-h200-sdpa-choice" / "raw"
+
+
+def test_the_attention_kernel_emulated_keeps_the_matrix_wherever_cuda_does():
+    """Against every case probed on the H200 (dtype, head size, grouped-query heads, mask): where
+    CUDA ran the math path, which keeps the attention matrix, so does the emulation (an estimate
+    is never under for it); where the emulation names a fused kernel, CUDA kept no matrix."""
+    from advisor.estimation.cuda_emulation import cuda_attention_kernel
+
+    cases = [json.loads(line) for line in (PROBE / "probe-cuda.jsonl").read_text().splitlines()]
+    cases = [case for case in cases if "backend" in case]
+    assert len(cases) == 288
+    for case in cases:
+        dtype = getattr(torch, case["dtype"])
+        q = torch.empty(1, 16, 8, case["head_dim"], dtype=dtype, device="meta")
+        k = torch.empty(
+            1, 4 if case["gqa"] else 16, 8, case["head_dim"], dtype=dtype, device="meta"
+        )
+        mask = None if case["mask"] in ("none", "causal") else torch.empty(8, 8, device="meta")
+        kernel = cuda_attention_kernel(q, k, mask, case["gqa"])
+        keeps_matrix = case["kept_bytes"] >= case["attention_matrix_bytes"]
+        assert keeps_matrix == (case["backend"] == "math"), case
+        if case["backend"] == "math":
+            assert kernel == "math", case
+        if kernel in ("flash", "efficient"):
+            assert not keeps_matrix, case
