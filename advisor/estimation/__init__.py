@@ -4,6 +4,7 @@
                  batch that fits, calibrated against measured history
 - fake_step.py   one training step on fake tensors: what each storage takes, and when
 - cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel)
+- masks.py       transformers' attention masks decided on fake tensors as a real run does
 - allocator.py   a model of the CUDA caching allocator, replaying the step's allocations
 - memory_line.py the device peak against micro batch, per family of specs (an affine fit)
 """

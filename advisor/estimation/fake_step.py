@@ -31,6 +31,7 @@ from torch.utils._pytree import tree_flatten, tree_leaves
 
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.cuda_emulation import step_precision
+from advisor.estimation.masks import as_in_a_real_run
 from advisor.spec import Checkpointing, Device, TrialSpec, WorkloadSpec
 from advisor.trial.training import build_model, checkpoint_blocks, device_batch, workload_of
 
@@ -82,7 +83,7 @@ def fake_step(spec: TrialSpec) -> FakeStep:
     meta_model = _meta_model(spec.model)
     if spec.channels_last:  # before the fake storage: empty_like keeps the layout
         meta_model = meta_model.to(memory_format=torch.channels_last)
-    with FakeTensorMode(allow_non_fake_inputs=True), counter:
+    with FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run():
         model = _to_fake(meta_model)
         if spec.checkpointing is Checkpointing.blocks:
             _precision_inside_blocks(model, spec)
