@@ -41,7 +41,7 @@ def step_precision(spec: TrialSpec) -> Iterator[None]:
     dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}.get(spec.precision)
     with contextlib.ExitStack() as stack:
         if spec.device is Device.cuda:
-            stack.enter_context(_FusedAttention())
+            stack.enter_context(_CudaAttention())
             if dtype is not None:
                 stack.enter_context(_CudaAutocast(dtype))
         elif dtype is not None:
@@ -93,9 +93,9 @@ class _CudaAutocast(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-class _FusedAttention(TorchFunctionMode):
-    """Attention as CUDA's fused kernels keep it: no attention matrix and no dropout mask (the
-    dropout happens inside the kernel). The meta function of CUDA's own kernel stands in."""
+class _CudaAttention(TorchFunctionMode):
+    """Attention as the kernel CUDA picks keeps it (_fused_attention): a fused kernel keeps no
+    attention matrix and no dropout mask (the dropout happens inside it), the math path both."""
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
