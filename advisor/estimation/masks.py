@@ -13,22 +13,23 @@ Where a padding mask is given, whether it pads is in its values: transformers' t
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 from torch._subclasses.fake_tensor import FakeTensor
 
-from advisor import extras
-
 
 @contextlib.contextmanager
 def as_in_a_real_run() -> Iterator[None]:
-    """While open, transformers decides its masks on fake tensors as a real run would."""
-    if not extras.installed("transformers"):
+    """While open, transformers decides its masks on fake tensors as a real run would. Only
+    where a transformers model was built (it imports the masks' module): another model's step
+    does not pay for importing transformers."""
+    masking_utils: Any = sys.modules.get("transformers.masking_utils")
+    import_utils: Any = sys.modules.get("transformers.utils.import_utils")
+    if masking_utils is None or import_utils is None:
         yield
         return
-    from transformers import masking_utils
-    from transformers.utils import import_utils
 
     skip = getattr(masking_utils, "_ignore_causal_mask_sdpa", None)
     packed = getattr(masking_utils, "find_packed_sequence_indices", None)
@@ -44,7 +45,7 @@ def as_in_a_real_run() -> Iterator[None]:
         if padding_mask is not None:
             return bool(skip(padding_mask, *args, **kwargs))
         is_fake = import_utils.is_fake_tensor
-        import_utils.is_fake_tensor = lambda _: False  # type: ignore[assignment]
+        import_utils.is_fake_tensor = lambda _: False
         try:
             return bool(skip(padding_mask, *args, **kwargs))
         except Exception:  # a value a fake tensor cannot give (an offset): the traced answer
