@@ -1,0 +1,19 @@
+"""timm's ViT-S/16 at 224 pixels, 1000 classes, built without weights."""
+
+import timm
+import torch
+
+import advisor
+
+
+def build() -> torch.nn.Module:
+    return timm.create_model("vit_small_patch16_224", pretrained=False)
+
+
+def batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    images = torch.randn(batch_size, 3, 224, 224, device=device)
+    return images, torch.randint(1000, (batch_size,), device=device)
+
+
+def workload() -> advisor.Workload:
+    return advisor.Workload("timm_vit_small", build, batch, block="Block")
