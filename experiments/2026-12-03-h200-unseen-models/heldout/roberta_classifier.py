@@ -17,8 +17,9 @@ def build() -> RobertaForSequenceClassification:
 def batch(batch_size: int, device: torch.device) -> dict[str, torch.Tensor]:
     lengths = torch.randint(SEQ_LEN // 2, SEQ_LEN + 1, (batch_size, 1), device=device)
     mask = (torch.arange(SEQ_LEN, device=device) < lengths).long()
+    tokens = torch.randint(3, VOCAB, (batch_size, SEQ_LEN), device=device)
     return {
-        "input_ids": torch.randint(3, VOCAB, (batch_size, SEQ_LEN), device=device) * mask + 1 - mask,
+        "input_ids": tokens * mask + (1 - mask),  # 1 pads
         "attention_mask": mask,
         "labels": torch.randint(3, (batch_size,), device=device),
     }
