@@ -12,7 +12,7 @@ import typer
 
 from advisor import extras
 from advisor.console import JsonFlag, Overrides, err, fail, out, prints_to_stderr
-from advisor.errors import AdvisorError, StoreError
+from advisor.errors import AdvisorError, EstimateError, StoreError
 from advisor.history_cli import history_commands
 from advisor.recommendation import Against
 from advisor.report import estimate_report, plots, sweep_report, tables, terminal
@@ -231,8 +231,9 @@ def _as_dict(versus: Against | None) -> dict[str, object] | None:
     return versus.to_dict() if versus else None
 
 
-# The database: 1, as for a trial that crashed; the rest of AdvisorError is a usage error: 2.
-EXIT_CODES: dict[type[AdvisorError], int] = {StoreError: 1}
+# The database and an estimate that cannot run: 1, as for a trial that crashed; the rest of
+# AdvisorError is a usage error: 2.
+EXIT_CODES: dict[type[AdvisorError], int] = {StoreError: 1, EstimateError: 1}
 
 
 def _terminated(signum: int, frame: object) -> None:

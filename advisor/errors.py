@@ -17,6 +17,11 @@ class WorkloadError(AdvisorError):
     value, batch() raising, a loss that is not a scalar (exit status 2; nothing is stored)."""
 
 
+class EstimateError(AdvisorError):
+    """The estimate cannot run the workload's step on fake tensors (exit status 1, as for a
+    trial that crashed): the step must be measured instead."""
+
+
 class NotStored(AdvisorError, LookupError):
     """An id (a trial's, a sweep's) that the results database does not hold (exit status 2;
     the API's 404)."""

@@ -3,7 +3,9 @@
 - estimator.py   Estimate, estimate(), Estimator: the breakdown, its device peak, the largest
                  batch that fits, calibrated against measured history
 - fake_step.py   one training step on fake tensors: what each storage takes, and when
-- cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel)
+- meta_model.py  the workload's model without memory: built on meta once, copied, faked
+- cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel,
+                 fp32 grouped matmuls)
 - masks.py       transformers' attention masks decided on fake tensors as a real run does
 - allocator.py   a model of the CUDA caching allocator, replaying the step's allocations
 - memory_line.py the device peak against micro batch, per family of specs (an affine fit)

@@ -4,7 +4,9 @@ it changes what backward saves (advisor/estimation/fake_step.py runs the step un
   fp32), instead of the CPU's;
 - attention as the kernel CUDA picks keeps it: the fused kernels no attention matrix and no
   dropout mask, with gradients in the layout of q, k and v; the math path (fp32 with
-  grouped-query heads, say) the whole matrix.
+  grouped-query heads, say) the whole matrix;
+- grouped matmuls (mixture-of-experts layers) in fp32, which CUDA runs and torch's meta
+  function refuses.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def step_precision(spec: TrialSpec) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         if spec.device is Device.cuda:
             stack.enter_context(_CudaAttention())
+            stack.enter_context(_CudaGroupedMatmul())
             if dtype is not None:
                 stack.enter_context(_CudaAutocast(dtype))
         elif dtype is not None:
@@ -161,6 +164,36 @@ def cuda_attention_kernel(
     if sixteen and attn_mask is None and head_dim <= 256:
         return "flash"
     return "efficient"
+
+
+class _CudaGroupedMatmul(TorchFunctionMode):
+    """torch's grouped matmul in fp32 (transformers' experts, whose weights autocast leaves in
+    fp32), which CUDA runs but torch's meta function refuses (it takes 16 bits only): done by
+    _GroupedMatmul, which allocates what the kernel does."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if getattr(func, "__name__", "") in ("grouped_mm", "_grouped_mm") and len(args) >= 2:
+            a, b = args[0], args[1]
+            sixteen = (torch.float16, torch.bfloat16)
+            if a.dim() == 2 and b.dim() == 3 and a.dtype not in sixteen:
+                return _GroupedMatmul.apply(a, b)
+        return func(*args, **kwargs)
+
+
+class _GroupedMatmul(torch.autograd.Function):
+    """(S, K) rows by one of E (K, N) matrices each: an (S, N) output; backward keeps both inputs
+    (no copies) and gives a gradient of each."""
+
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(a, b)
+        return a.new_empty(a.shape[0], b.shape[-1])
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a, b = ctx.saved_tensors
+        return torch.empty_like(a), torch.empty_like(b)
 
 
 def _inside(mode: TorchFunctionMode, func: Any, args: Any, kwargs: Any) -> Any:

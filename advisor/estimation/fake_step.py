@@ -12,7 +12,6 @@ through the caching allocator's model (advisor/estimation/allocator.py).
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import functools
 import json
@@ -29,11 +28,13 @@ from torch.nn.modules.conv import _ConvNd
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_leaves
 
+from advisor.errors import AdvisorError, EstimateError, error_line
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.cuda_emulation import step_precision
 from advisor.estimation.masks import as_in_a_real_run
-from advisor.spec import Checkpointing, Device, TrialSpec, WorkloadSpec
-from advisor.trial.training import build_model, checkpoint_blocks, device_batch, workload_of
+from advisor.estimation.meta_model import meta_model_of, with_fake_storage
+from advisor.spec import Checkpointing, Device, TrialSpec
+from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 
 BLOCK = 512  # the caching allocator rounds every block to this many bytes
 TOP_MODULES = 10
@@ -73,18 +74,30 @@ class FakeStep:
 @functools.lru_cache(maxsize=256)
 def fake_step(spec: TrialSpec) -> FakeStep:
     """One steady-state step of the spec on fake tensors: the categories and the peak.
-    Deterministic, so kept: calibration asks again for the specs of history."""
+    Deterministic, so kept: calibration asks again for the specs of history. A step that
+    cannot run on fake tensors (an operator torch's meta functions refuse, say) is said in one
+    line."""
+    try:
+        return _run_fake_step(spec)
+    except AdvisorError:
+        raise
+    except Exception as error:
+        raise EstimateError(
+            f"{spec.model.name}: its step raised on fake tensors ({error_line(error)}); if it "
+            "runs on a GPU, measure it there instead (advisor run)"
+        ) from None
+
+
+def _run_fake_step(spec: TrialSpec) -> FakeStep:
     gpu = spec.device is Device.cuda
     counter = _StorageBytes(BLOCK if gpu else 1)
     cpu = torch.device("cpu")
-    # Built on the meta device (some initialisers read values back, which fake tensors cannot),
-    # then given fake storage.
     work = workload_of(spec.model)
-    meta_model = _meta_model(spec.model)
+    meta_model = meta_model_of(spec.model)
     if spec.channels_last:  # before the fake storage: empty_like keeps the layout
         meta_model = meta_model.to(memory_format=torch.channels_last)
     with FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run():
-        model = _to_fake(meta_model)
+        model = with_fake_storage(meta_model)
         if spec.checkpointing is Checkpointing.blocks:
             _precision_inside_blocks(model, spec)
             checkpoint_blocks(model, spec.model.block or "")
@@ -131,37 +144,6 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         update_ratio=update_ratio,
         first_step_releases_cache=gpu and any(isinstance(m, _ConvNd) for m in model.modules()),
     )
-
-
-@functools.lru_cache(maxsize=8)
-def _built_on_meta(model: WorkloadSpec) -> nn.Module:
-    return build_model(workload_of(model), torch.device("meta"))
-
-
-def _meta_model(model: WorkloadSpec) -> nn.Module:
-    """The workload's model on the meta device, built once: each fake step gets a copy (to_empty
-    fills the module it is given), and a largest-batch search takes a dozen steps (a 0.5B
-    transformers model takes seconds to build, even on meta). A model deepcopy cannot copy is
-    built again."""
-    try:
-        return copy.deepcopy(_built_on_meta(model))
-    except Exception:
-        return build_model(workload_of(model), torch.device("meta"))
-
-
-def _to_fake(model: nn.Module) -> nn.Module:
-    """The meta model with (fake) storage, its tied parameters still tied."""
-    owners: dict[int, list[tuple[nn.Module, str]]] = {}
-    for module in model.modules():
-        for name, param in module.named_parameters(recurse=False):
-            owners.setdefault(id(param), []).append((module, name))
-    model = model.to_empty(device="cpu")
-    for places in owners.values():
-        first_module, first_name = places[0]
-        shared = getattr(first_module, first_name)
-        for module, name in places[1:]:
-            setattr(module, name, shared)
-    return model
 
 
 def _precision_inside_blocks(model: nn.Module, spec: TrialSpec) -> None:

@@ -1,0 +1,40 @@
+"""The fake step at the edges of what fake tensors can run (tests/workloads/estimate_edges.py):
+each either estimated as CUDA would run it or said in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import spec_of
+from test_cli import advisor
+
+from advisor.estimation.fake_step import fake_step
+
+EDGES = Path(__file__).parents[1] / "workloads" / "estimate_edges.py"
+
+
+def test_a_model_whose_builder_reads_tensor_values_is_built_on_the_cpu_and_estimated():
+    """torchvision's RegNet takes its widths from tensor values, which the meta device has not:
+    its estimate ended in a traceback ("Cannot copy out of meta tensor")."""
+    step = fake_step(spec_of(f"workload={EDGES}:widths_from_values", "device=cuda"))
+    assert step.params_bytes == 512 * 4  # two weights and two biases, each one 512 B block
+
+
+def test_experts_in_fp32_are_multiplied_as_cuda_does_where_the_meta_function_refuses():
+    """transformers' experts run torch's grouped matmul in fp32 (autocast leaves the weights
+    so): CUDA runs it, torch's meta function takes 16 bits only, and the estimate of a Mixtral
+    ended in a traceback. Emulated: the output, and in backward a gradient of each input."""
+    for precision in ("default", "bf16"):
+        spec = spec_of(f"workload={EDGES}:experts", "device=cuda", "batch_size=64",
+                       f"precision={precision}")  # fmt: skip
+        allocated = [size for _, size in fake_step(spec).trace if size > 0]
+        hidden_rows = 64 * 32 * 4  # (rows, hidden) in fp32: the first product, its relu
+        assert allocated.count(hidden_rows) >= 2
+        assert allocated.count(4 * 16 * 32 * 4) >= 2  # the two experts' weight gradients
+
+
+def test_a_step_fake_tensors_cannot_run_is_said_in_one_line(db_url):
+    result = advisor("estimate", f"workload={EDGES}:data_dependent", "gpu=h200", db_url=db_url)
+    assert result.returncode == 1
+    assert result.stderr.startswith("advisor: data_dependent: its step raised on fake tensors")
+    assert "nonzero" in result.stderr and result.stderr.count("\n") == 1

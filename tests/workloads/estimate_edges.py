@@ -1,0 +1,60 @@
+"""Workloads at the edges of what the fake step can run: a builder that reads tensor values (as
+torchvision's RegNet computes its widths), experts multiplied by torch's grouped matmul in fp32
+(as transformers' mixture-of-experts layers are), and a forward whose shapes depend on the
+data."""
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+import advisor
+
+EXPERTS, WIDTH, HIDDEN = 4, 16, 32
+grouped_mm = getattr(F, "grouped_mm", None) or torch._grouped_mm
+
+
+class WidthsFromValues(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        widths = (torch.arange(1, 3) * 8).tolist()  # values: no meta tensor has them
+        self.layers = nn.Sequential(nn.Linear(WIDTH, widths[0]), nn.Linear(widths[0], widths[1]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
+class Experts(nn.Module):
+    """Each token through one expert's two matrices, the tokens sorted by expert."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.Parameter(torch.randn(EXPERTS, WIDTH, HIDDEN) / WIDTH**0.5)
+        self.down = nn.Parameter(torch.randn(EXPERTS, HIDDEN, WIDTH) / HIDDEN**0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.shape[0]
+        offsets = torch.linspace(rows / EXPERTS, rows, EXPERTS, device=x.device).int()
+        return grouped_mm(torch.relu(grouped_mm(x, self.up, offs=offsets)), self.down, offs=offsets)
+
+
+class DataDependent(WidthsFromValues):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x[x.sum(dim=1) > 0])
+
+
+def batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(batch_size, WIDTH, device=device), torch.randint(
+        WIDTH, (batch_size,), device=device
+    )
+
+
+def widths_from_values() -> advisor.Workload:
+    return advisor.Workload(name="widths_from_values", model=WidthsFromValues, batch=batch)
+
+
+def experts() -> advisor.Workload:
+    return advisor.Workload(name="experts", model=Experts, batch=batch)
+
+
+def data_dependent() -> advisor.Workload:
+    return advisor.Workload(name="data_dependent", model=DataDependent, batch=batch)
