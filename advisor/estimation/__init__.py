@@ -1,7 +1,9 @@
 """The estimate: a setting's memory without a GPU, from one training step on fake tensors.
 
 - estimator.py   Estimate, estimate(), Estimator: the breakdown, its device peak, the largest
-                 batch that fits, calibrated against measured history
+                 batch that fits
+- corrections.py what turns the fake step's bytes into the device's: calibrated on measured
+                 history, stated defaults otherwise
 - fake_step.py   one training step on fake tensors: what each storage takes, and when
 - meta_model.py  the workload's model without memory: built on meta once, copied, faked
 - cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel,

@@ -12,7 +12,8 @@ from rich.text import Text
 from advisor.report.terminal import describe_spec, gib
 
 if TYPE_CHECKING:  # (the estimator brings torch; the command imports this only to print)
-    from advisor.estimation.estimator import Calibration, Estimate
+    from advisor.estimation.corrections import Calibration
+    from advisor.estimation.estimator import Estimate
 
 
 def offset(fixed: float, per_sample: float) -> str:
