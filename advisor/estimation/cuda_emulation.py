@@ -12,6 +12,7 @@ it changes what backward saves (advisor/estimation/fake_step.py runs the step un
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -128,9 +129,7 @@ def _fused_attention(
     aten = torch.ops.aten
     kernel = cuda_attention_kernel(q, k, attn_mask, enable_gqa)
     if kernel == "math":
-        return aten._scaled_dot_product_attention_math(
-            q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
-        )[0]
+        return _math_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if kernel == "cpu":
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
@@ -144,11 +143,48 @@ def _fused_attention(
     return out[0]
 
 
+def _math_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float | None,
+    enable_gqa: bool,
+) -> torch.Tensor:
+    """CUDA's math path as it runs there: in fp32 for 16-bit inputs (the H200 kept T5's bf16
+    softmax in fp32), its dropout CUDA's fused one, which keeps a bool mask (the CPU's math path
+    keeps a float one: a third matrix more)."""
+    dtype = q.dtype
+    q, k, v, attn_mask = _cast((q, k, v, attn_mask), torch.float32)
+    if dropout_p == 0.0:
+        return torch.ops.aten._scaled_dot_product_attention_math(
+            q, k, v, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
+        )[0].to(dtype)
+    if enable_gqa and q.size(-3) != k.size(-3):
+        repeats = q.size(-3) // k.size(-3)
+        k, v = k.repeat_interleave(repeats, -3), v.repeat_interleave(repeats, -3)
+    root = math.sqrt(scale if scale is not None else 1 / math.sqrt(q.size(-1)))
+    attn = (q * root) @ (k * root).transpose(-2, -1)
+    if is_causal:
+        attn_mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).tril()
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn = attn.masked_fill(~attn_mask, float("-inf"))
+    elif attn_mask is not None:
+        attn = attn + attn_mask
+    attn = torch.native_dropout(torch.softmax(attn, -1), dropout_p, True)[0]
+    return (attn @ v).to(dtype)
+
+
 def cuda_attention_kernel(
     q: torch.Tensor, k: torch.Tensor, attn_mask: torch.Tensor | None, enable_gqa: bool
 ) -> str:
     """flash, efficient or math, as CUDA picks it for memory's sake (probed on the H200 with torch
     2.11: experiments/2026-12-03-h200-sdpa-choice); cpu where the CPU's kernel stands in.
+    - A mask whose last dimension is not contiguous (T5's position bias as transformers 5.17
+      passes it, a permuted view): the math path, in fp32 for 16-bit inputs (seen in the H200's
+      memory snapshot of T5: experiments/2026-12-03-h200-unseen-models).
     - Grouped-query heads (fewer key/value heads, read in place) in fp32, or with heads over
       256: the math path, which keeps the attention matrix (no fused kernel takes them).
     - Grouped-query heads in 16 bits: cuDNN's kernel on the H200, which keeps no matrix; the
@@ -157,6 +193,8 @@ def cuda_attention_kernel(
     - Otherwise flash attention for 16 bits without a mask (cuDNN's on the H200 keeps as
       little), else memory-efficient attention (fp32, a mask, heads over 256)."""
     head_dim, sixteen = q.size(-1), q.dtype in (torch.float16, torch.bfloat16)
+    if attn_mask is not None and attn_mask.size(-1) > 1 and attn_mask.stride(-1) != 1:
+        return "math"
     if head_dim % 8:
         return "cpu"
     if enable_gqa and q.size(-3) != k.size(-3):

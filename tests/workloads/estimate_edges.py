@@ -1,7 +1,7 @@
 """Workloads at the edges of what the fake step can run: a builder that reads tensor values (as
 torchvision's RegNet computes its widths), experts multiplied by torch's grouped matmul in fp32
-(as transformers' mixture-of-experts layers are), and a forward whose shapes depend on the
-data."""
+(as transformers' mixture-of-experts layers are), a forward whose shapes depend on the data,
+and LayerDrop's draw (as transformers 5.17's BART, OPT and Whisper make it)."""
 
 import torch
 from torch import nn
@@ -42,6 +42,15 @@ class DataDependent(WidthsFromValues):
         return super().forward(x[x.sum(dim=1) > 0])
 
 
+class LayerDrop(WidthsFromValues):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            if self.training and torch.rand([]) < 0.0:  # a rate of 0: every layer runs
+                continue
+            x = layer(x)
+        return x
+
+
 def batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(batch_size, WIDTH, device=device), torch.randint(
         WIDTH, (batch_size,), device=device
@@ -58,3 +67,7 @@ def experts() -> advisor.Workload:
 
 def data_dependent() -> advisor.Workload:
     return advisor.Workload(name="data_dependent", model=DataDependent, batch=batch)
+
+
+def layer_drop() -> advisor.Workload:
+    return advisor.Workload(name="layer_drop", model=LayerDrop, batch=batch)
