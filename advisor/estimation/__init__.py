@@ -9,6 +9,7 @@
 - cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel,
                  fp32 grouped matmuls)
 - masks.py       transformers' attention masks decided on fake tensors as a real run does
+- real_draws.py  a draw of one random number made real (LayerDrop's), as a real run draws it
 - allocator.py   a model of the CUDA caching allocator, replaying the step's allocations
 - memory_line.py the device peak against micro batch, per family of specs (an affine fit)
 """

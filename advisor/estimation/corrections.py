@@ -65,8 +65,8 @@ class Corrections:
     calibration: Calibration | None
     factor: float  # reserved over allocated, in the steady state
     context: int
-    held: int = 0  # allocated outside the step (cuBLAS's workspaces) where nothing calibrates
-    margin: float = 1.0  # on the replayed step, where nothing calibrates (REPLAY_MARGIN)
+    workspace_bytes: int = 0  # cuBLAS's, held outside the step, where nothing calibrates
+    replay_margin: float = 1.0  # on the replayed step, where nothing calibrates
 
     @classmethod
     def of(cls, spec: TrialSpec, history: Sequence[TrialResult]) -> Corrections:
@@ -90,7 +90,7 @@ class Corrections:
         c = self.calibration
         allocated = self.allocated(step.peak_allocated_bytes, spec.batch_size)
         if c is None and spec.device is Device.cuda:
-            return int(max(allocated, replayed(spec) * self.margin + self.held))
+            return int(max(allocated, replayed(spec) * self.replay_margin + self.workspace_bytes))
         if c is not None and c.reserve_offset is not None:
             fixed, per_sample = c.reserve_offset
             return int(max(allocated, replayed(spec) + fixed + per_sample * spec.batch_size))
@@ -102,7 +102,7 @@ class Corrections:
         """The fake run's peak allocated at a batch, as the device would see it."""
         c = self.calibration
         if c is None:
-            return estimated + self.held
+            return estimated + self.workspace_bytes
         if c.peak_offset is None:
             return estimated * c.peak_ratio
         return max(0.0, estimated + c.peak_offset[0] + c.peak_offset[1] * batch)
@@ -138,8 +138,8 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
         assert r.memory is not None
         step, real = fake_step(r.spec), r.memory.steady_peak_allocated_bytes
         fake = step.peak_allocated_bytes
-        uncorrected = Corrections.uncalibrated(r.spec).steady_reserved(r.spec, step)
-        uncorrected += DEFAULT_CONTEXT_BYTES
+        defaults = Corrections.uncalibrated(r.spec)
+        uncorrected = defaults.steady_reserved(r.spec, step) + defaults.context
         errors.append(abs(uncorrected / steady_device_peak(r) - 1))
         ratios.append(real / fake)
         missed.append((r.spec.batch_size, real - fake))

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from advisor.errors import EstimateError
 from advisor.estimation.allocator import ReplayOutOfMemory
 from advisor.estimation.corrections import Calibration, Corrections
 from advisor.estimation.fake_step import FakeStep, fake_step, replayed_reserved, step_between
@@ -28,9 +29,12 @@ class Estimate:
     target: Target
     step: FakeStep
     context_bytes: int
-    reserved_factor: float
-    peak_allocated_bytes: int  # the steady state's, corrected by calibration where there is one
-    # the steady state's: peak allocated x reserve factor, or the replayed step x replay ratio
+    reserved_factor: float  # calibrated: measured reserved over allocated (median)
+    # the steady state's: corrected by calibration where there is one, else with cuBLAS's
+    # workspaces added
+    peak_allocated_bytes: int
+    # the steady state's: the replayed step by calibration's offset or ratio, or (uncalibrated)
+    # by the replay's margin plus cuBLAS's workspaces; never below the peak allocated
     peak_reserved_bytes: int
     # peak reserved + context. Not the first steps': cuDNN's benchmark workspaces there take only
     # what is free (experiments/2026-11-30-h200-memory).
@@ -119,7 +123,8 @@ def _largest_batch(spec: TrialSpec, target: Target, corrections: Corrections) ->
     """The largest micro batch that fits. The passes' peak is close to affine in the batch: a
     line through batch b and 2b gives a first answer. On a GPU the answer is then found with the
     caching allocator's model: the step replayed under the cap a trial would have (the allowed
-    bytes less the context), where the allocator gives its cache back before it fails."""
+    bytes less the context and, uncalibrated, cuBLAS's workspaces, over the replay's margin),
+    where the allocator gives its cache back before it fails."""
 
     def peak_at(batch: int) -> int:
         step = fake_step(dataclasses.replace(spec, batch_size=batch))
@@ -137,11 +142,15 @@ def _largest_batch(spec: TrialSpec, target: Target, corrections: Corrections) ->
             line = fit(points)
             guess = line.largest_batch(target.allowed_bytes) if line else guess
         return guess
-    cap = (target.allowed_bytes - corrections.context - corrections.held) / corrections.margin
-    return _largestreplayed(spec, int(cap), corrections, guess)
+    cap = (
+        target.allowed_bytes - corrections.context - corrections.workspace_bytes
+    ) / corrections.replay_margin
+    return _largest_replayed(spec, int(cap), corrections, guess)
 
 
-def _largestreplayed(spec: TrialSpec, cap: int, corrections: Corrections, guess: int | None) -> int:
+def _largest_replayed(
+    spec: TrialSpec, cap: int, corrections: Corrections, guess: int | None
+) -> int:
     """The largest batch whose replayed steps run under the cap: bracket around the guess, then
     bisect. The steps in between are drawn from two fake steps (every traced size is affine in
     the batch), so the search costs replays, not fake runs; the answer is then checked with a
@@ -157,7 +166,7 @@ def _largestreplayed(spec: TrialSpec, cap: int, corrections: Corrections, guess:
         else:  # drawn steps keep the first's figures: the peak, too, is drawn
             one, two = first.peak_allocated_bytes, second.peak_allocated_bytes
             estimated = one + (two - one) * (batch - b) / b
-        in_step = corrections.allocated(estimated, batch) - corrections.held
+        in_step = corrections.allocated(estimated, batch) - corrections.workspace_bytes
         scale = in_step / estimated if estimated else 1.0
         try:
             replayed_reserved(step, cap, scale=scale)
@@ -185,6 +194,6 @@ def _smallest_batch(spec: TrialSpec) -> int:
     32x32 images: [1, 512, 1, 1])."""
     try:
         fake_step(dataclasses.replace(spec, batch_size=1))
-    except ValueError:
+    except EstimateError:  # BatchNorm's ValueError, as the fake step says it
         return 2
     return 1

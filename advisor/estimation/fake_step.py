@@ -33,6 +33,7 @@ from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.cuda_emulation import step_precision
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
+from advisor.estimation.real_draws import RealScalarDraws
 from advisor.spec import Checkpointing, Device, TrialSpec
 from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 
@@ -96,7 +97,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
     meta_model = meta_model_of(spec.model)
     if spec.channels_last:  # before the fake storage: empty_like keeps the layout
         meta_model = meta_model.to(memory_format=torch.channels_last)
-    with FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run():
+    with FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run(), RealScalarDraws():
         model = with_fake_storage(meta_model)
         if spec.checkpointing is Checkpointing.blocks:
             _precision_inside_blocks(model, spec)

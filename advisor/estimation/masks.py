@@ -8,10 +8,6 @@ place, which CUDA runs on the math path in fp32, keeping the attention matrix: a
 key/value heads measured 35% above its tf32 estimate (experiments/2026-12-03-h200-sdpa-choice).
 Where a padding mask is given, whether it pads is in its values: transformers' traced answer
 (the mask) stands.
-
-A draw of one random number decides as a real run's would, too: LayerDrop (BART, OPT, Whisper in
-transformers 5.17) compares `torch.rand([])` with its rate in Python, which a fake number cannot
-answer; the draw is made real (four bytes, on the CPU).
 """
 
 from __future__ import annotations
@@ -21,34 +17,14 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import torch
-from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
-from torch.overrides import TorchFunctionMode
-
-
-class _RealScalarDraws(TorchFunctionMode):
-    """torch.rand([]) drawn for real and given as a fake tensor that keeps its value (a constant,
-    which fake tensors carry through comparisons), so Python can compare it."""
-
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        if func is torch.rand and args in (((),), ([],)) and not kwargs.get("requires_grad"):
-            with unset_fake_temporarily():
-                drawn = torch.rand([], generator=kwargs.get("generator")).item()
-            return torch.tensor(drawn, dtype=kwargs.get("dtype") or torch.get_default_dtype())
-        return func(*args, **kwargs)
+from torch._subclasses.fake_tensor import FakeTensor
 
 
 @contextlib.contextmanager
 def as_in_a_real_run() -> Iterator[None]:
-    """While open, transformers decides its masks on fake tensors as a real run would, and a
-    scalar draw is real. The masks only where a transformers model was built (it imports the
-    masks' module): another model's step does not pay for importing transformers."""
-    with _RealScalarDraws():
-        yield from _masks_as_in_a_real_run()
-
-
-def _masks_as_in_a_real_run() -> Iterator[None]:
+    """While open, transformers decides its masks on fake tensors as a real run would. Only
+    where a transformers model was built (it imports the masks' module): another model's step
+    does not pay for importing transformers."""
     masking_utils: Any = sys.modules.get("transformers.masking_utils")
     import_utils: Any = sys.modules.get("transformers.utils.import_utils")
     if masking_utils is None or import_utils is None:

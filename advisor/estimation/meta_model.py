@@ -27,8 +27,10 @@ def _build_on_meta(model: WorkloadSpec) -> nn.Module:
         pass
     except Exception as error:
         raise WorkloadError(f"{work.name}: building its model raised {error_line(error)}") from None
-    try:
+    try:  # the whole model in host memory, once
         return build_model(work, torch.device("cpu")).to("meta")
+    except AdvisorError:
+        raise
     except Exception as error:
         raise WorkloadError(f"{work.name}: building its model raised {error_line(error)}") from None
 

@@ -83,9 +83,9 @@ def estimate_report(e: Estimate) -> Group:
     if c is None:
         lines.append(
             Text(
-                "not calibrated: no measured history of this model; the context and the "
-                "allocator's reserve are defaults from H200 runs (how far to trust that: "
-                "experiments/2026-11-30-estimate)",
+                "not calibrated: no measured history of this model; the context, cuBLAS's "
+                "workspaces and the allocator's reserve are defaults from H200 runs (how far "
+                "to trust that: experiments/2026-12-03-h200-unseen-models)",
                 style="yellow",
             )
         )

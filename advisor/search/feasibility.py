@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Protocol
 
+from advisor.errors import EstimateError
 from advisor.estimation.memory_line import AffineFit, family_key, fit
 from advisor.result import Status, TrialResult
 from advisor.search.steps import Settled
@@ -66,7 +67,10 @@ class Feasibility:
         if ratio is None:
             return None
         eager = dataclasses.replace(spec, compile=False)
-        estimated = int(self.estimate.device_peak(eager, list(self.results.values())) * ratio)
+        try:
+            estimated = int(self.estimate.device_peak(eager, list(self.results.values())) * ratio)
+        except EstimateError:  # a step fake tensors cannot run: measured instead
+            return None
         if self.target.excess(estimated) > CLEARLY_OVER_ESTIMATE:
             reason = f"estimated at {estimated / 2**30:.1f} GiB without running"
             if spec.compile:
@@ -126,7 +130,10 @@ class Feasibility:
         family = family_key(spec)
         if self.estimate is not None:
             measured = list(self.results.values())
-            largest = self.estimate.largest_batch(spec, self.target, measured)
+            try:
+                largest = self.estimate.largest_batch(spec, self.target, measured)
+            except EstimateError:  # a step fake tensors cannot run: the line's answer
+                largest = None
             if largest is not None:
                 self.largest_batches[family] = (spec, largest, "estimate")
                 return largest
