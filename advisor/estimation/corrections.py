@@ -100,9 +100,14 @@ class Corrections:
 
     def allocated(self, estimated: float, batch: int) -> float:
         """The fake run's peak allocated at a batch, as the device would see it."""
+        return self.in_step(estimated, batch) + self.workspace_bytes
+
+    def in_step(self, estimated: float, batch: int) -> float:
+        """The fake run's peak allocated at a batch, corrected by calibration where there is
+        one; without what is held outside the step."""
         c = self.calibration
         if c is None:
-            return estimated + self.workspace_bytes
+            return estimated
         if c.peak_offset is None:
             return estimated * c.peak_ratio
         return max(0.0, estimated + c.peak_offset[0] + c.peak_offset[1] * batch)

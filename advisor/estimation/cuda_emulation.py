@@ -44,8 +44,7 @@ def step_precision(spec: TrialSpec) -> Iterator[None]:
     dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}.get(spec.precision)
     with contextlib.ExitStack() as stack:
         if spec.device is Device.cuda:
-            stack.enter_context(_CudaAttention())
-            stack.enter_context(_CudaGroupedMatmul())
+            stack.enter_context(_CudaKernels())
             if dtype is not None:
                 stack.enter_context(_CudaAutocast(dtype))
         elif dtype is not None:
@@ -97,9 +96,13 @@ class _CudaAutocast(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-class _CudaAttention(TorchFunctionMode):
-    """Attention as the kernel CUDA picks keeps it (_fused_attention): a fused kernel keeps no
-    attention matrix and no dropout mask (the dropout happens inside it), the math path both."""
+class _CudaKernels(TorchFunctionMode):
+    """The kernels whose memory on CUDA is not the CPU's:
+    - attention as the kernel CUDA picks keeps it (_fused_attention): a fused kernel keeps no
+      attention matrix and no dropout mask (the dropout happens inside it), the math path both;
+    - torch's grouped matmul in fp32 (transformers' experts, whose weights autocast leaves in
+      fp32), which CUDA runs but torch's meta function refuses (it takes 16 bits only): done by
+      _GroupedMatmul, which allocates what the kernel does."""
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
@@ -108,6 +111,10 @@ class _CudaAttention(TorchFunctionMode):
             return _inside(self, func, args, kwargs)
         if name == "scaled_dot_product_attention":
             return _fused_attention(*args, **kwargs)
+        if name in ("grouped_mm", "_grouped_mm") and len(args) >= 2:
+            a, b = args[0], args[1]
+            if a.dim() == 2 and b.dim() == 3 and a.dtype not in (torch.float16, torch.bfloat16):
+                return _GroupedMatmul.apply(a, b)
         return func(*args, **kwargs)
 
 
@@ -202,21 +209,6 @@ def cuda_attention_kernel(
     if sixteen and attn_mask is None and head_dim <= 256:
         return "flash"
     return "efficient"
-
-
-class _CudaGroupedMatmul(TorchFunctionMode):
-    """torch's grouped matmul in fp32 (transformers' experts, whose weights autocast leaves in
-    fp32), which CUDA runs but torch's meta function refuses (it takes 16 bits only): done by
-    _GroupedMatmul, which allocates what the kernel does."""
-
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        if getattr(func, "__name__", "") in ("grouped_mm", "_grouped_mm") and len(args) >= 2:
-            a, b = args[0], args[1]
-            sixteen = (torch.float16, torch.bfloat16)
-            if a.dim() == 2 and b.dim() == 3 and a.dtype not in sixteen:
-                return _GroupedMatmul.apply(a, b)
-        return func(*args, **kwargs)
 
 
 class _GroupedMatmul(torch.autograd.Function):

@@ -166,8 +166,7 @@ def _largest_replayed(
         else:  # drawn steps keep the first's figures: the peak, too, is drawn
             one, two = first.peak_allocated_bytes, second.peak_allocated_bytes
             estimated = one + (two - one) * (batch - b) / b
-        in_step = corrections.allocated(estimated, batch) - corrections.workspace_bytes
-        scale = in_step / estimated if estimated else 1.0
+        scale = corrections.in_step(estimated, batch) / estimated if estimated else 1.0
         try:
             replayed_reserved(step, cap, scale=scale)
         except ReplayOutOfMemory:

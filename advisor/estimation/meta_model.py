@@ -20,15 +20,10 @@ def _build_on_meta(model: WorkloadSpec) -> nn.Module:
     with .tolist()) cannot build there: it is built on the CPU, then moved to meta."""
     work = workload_of(model)
     try:
-        return build_model(work, torch.device("meta"))
-    except AdvisorError:
-        raise
-    except NotImplementedError:
-        pass
-    except Exception as error:
-        raise WorkloadError(f"{work.name}: building its model raised {error_line(error)}") from None
-    try:  # the whole model in host memory, once
-        return build_model(work, torch.device("cpu")).to("meta")
+        try:
+            return build_model(work, torch.device("meta"))
+        except NotImplementedError:  # the whole model in host memory, once
+            return build_model(work, torch.device("cpu")).to("meta")
     except AdvisorError:
         raise
     except Exception as error:
