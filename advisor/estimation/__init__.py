@@ -5,6 +5,11 @@
 - corrections.py what turns the fake step's bytes into the device's: calibrated on measured
                  history, stated defaults otherwise
 - fake_step.py   one training step on fake tensors: what each storage takes, and when
+- storage_bytes.py the counter under the fake step: live storages, rounded as CUDA's allocator
+                 rounds them, their peak and their trace
+- compiled_step.py a compiled model's step as torch.compile runs it (dynamo, AOTAutograd,
+                 inductor's partitioner), its graphs counted as inductor's kernels hold memory
+- inductor_buffers.py which of a graph's values inductor makes buffers of, and when it frees them
 - meta_model.py  the workload's model without memory: built on meta once, copied, faked
 - cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel,
                  fp32 grouped matmuls)

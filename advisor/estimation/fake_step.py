@@ -16,8 +16,7 @@ import dataclasses
 import functools
 import json
 import math
-import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -25,19 +24,19 @@ from hydra.utils import instantiate
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn.modules.conv import _ConvNd
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten, tree_leaves
+from torch.utils._pytree import tree_leaves
 
 from advisor.errors import AdvisorError, EstimateError, error_line
 from advisor.estimation.allocator import Block, CachingAllocator
+from advisor.estimation.compiled_step import compiled
 from advisor.estimation.cuda_emulation import step_precision
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import RealScalarDraws
+from advisor.estimation.storage_bytes import BLOCK, StorageBytes
 from advisor.spec import Checkpointing, Device, TrialSpec
 from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 
-BLOCK = 512  # the caching allocator rounds every block to this many bytes
 TOP_MODULES = 10
 
 
@@ -91,17 +90,22 @@ def fake_step(spec: TrialSpec) -> FakeStep:
 
 def _run_fake_step(spec: TrialSpec) -> FakeStep:
     gpu = spec.device is Device.cuda
-    counter = _StorageBytes(BLOCK if gpu else 1)
+    counter = StorageBytes(BLOCK if gpu else 1)
     cpu = torch.device("cpu")
     work = workload_of(spec.model)
     meta_model = meta_model_of(spec.model)
     if spec.channels_last:  # before the fake storage: empty_like keeps the layout
         meta_model = meta_model.to(memory_format=torch.channels_last)
-    with FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run(), RealScalarDraws():
+    with contextlib.ExitStack() as stack:
+        for context in (FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run()):
+            stack.enter_context(context)
+        stack.enter_context(RealScalarDraws())
         model = with_fake_storage(meta_model)
         if spec.checkpointing is Checkpointing.blocks:
             _precision_inside_blocks(model, spec)
             checkpoint_blocks(model, spec.model.block or "")
+        if spec.compile:
+            stack.enter_context(compiled(model, counter))
         params = list(model.parameters())
         params_bytes = counter.bytes_of(params)
         buffers_bytes = counter.bytes_of(model.buffers())
@@ -119,7 +123,13 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         activations = 0
         for _ in range(spec.grad_accum):
             before = counter.live
-            with _module_activations(model, counter, top), step_precision(spec):
+            # compiled, the modules' code runs only in the tracing: no hooks (they break graphs)
+            seen = (
+                contextlib.nullcontext()
+                if spec.compile
+                else _module_activations(model, counter, top)
+            )
+            with seen, step_precision(spec):
                 loss = work.compute_loss(model, batch) / spec.grad_accum
             activations = max(activations, counter.live - before)
             with _gradient_sums_marked(loss, counter):
@@ -161,81 +171,8 @@ def _precision_inside_blocks(model: nn.Module, spec: TrialSpec) -> None:
             module.forward = under_precision
 
 
-@dataclasses.dataclass
-class _GradientSum:
-    """An out-of-place sum of two gradients the engine just made, which may be undone."""
-
-    result: int  # the sum's storage (id)
-    at: int  # where its allocation is in the trace
-    addends: set[int]  # the summed storages (ids)
-    size: int  # the sum's bytes, rounded as counted
-    peak_before: int  # the counter's peak before the sum was allocated
-
-
-class _StorageBytes(TorchDispatchMode):
-    """Live bytes of fake storages (each rounded to the allocator's block), and their peak."""
-
-    def __init__(self, block: int) -> None:
-        super().__init__()
-        self.block, self.live, self.peak, self.extra = block, 0, 0, 0
-        self._counted: dict[int, int] = {}  # id of a live storage: its number in the trace
-        self._numbered = 0
-        self.trace: list[tuple[int, int]] = []
-        self.summing = False  # the autograd engine is summing gradients (_gradient_sums_marked)
-        self._sum: _GradientSum | None = None
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        peak_before, at = self.peak, len(self.trace)
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor):
-                self._count(t)
-        if self.summing and func is torch.ops.aten.add.Tensor and len(self.trace) == at + 1:
-            addends = {id(a.untyped_storage()) for a in args[:2] if isinstance(a, torch.Tensor)}
-            result = out.untyped_storage()
-            size = -(-result.nbytes() // self.block) * self.block
-            self._sum = _GradientSum(id(result), at, addends, size, peak_before)
-        return out
-
-    def _count(self, t: torch.Tensor) -> int:
-        storage = t.untyped_storage()
-        key, size = id(storage), -(-storage.nbytes() // self.block) * self.block
-        if size and key not in self._counted:
-            self._sum = None  # a sum is in place only if its addend is freed before this
-            number = self._counted[key] = self._numbered
-            self._numbered += 1
-            self.trace.append((number, storage.nbytes()))
-            self.live += size
-            self.peak = max(self.peak, self.live + self.extra)
-            weakref.finalize(storage, self._freed, key, size)
-        return size
-
-    def _freed(self, key: int, size: int) -> None:
-        number = self._counted.pop(key)
-        s = self._sum
-        if s is not None and key in s.addends and size == s.size:
-            # The engine sums into a gradient nothing else holds: CUDA writes the sum into it
-            # and allocates nothing; the fake tensors were summed into a new storage.
-            del self.trace[s.at]
-            self._counted[s.result] = number
-            self.peak, self._sum = s.peak_before, None
-        else:
-            self.trace.append((number, -1))
-        self.live -= size
-
-    def alive(self) -> tuple[int, ...]:
-        """The sizes of the storages traced and not yet freed, in the order they came."""
-        numbers = set(self._counted.values())
-        return tuple(size for number, size in self.trace if size >= 0 and number in numbers)
-
-    def bytes_of(self, tensors: Iterable[torch.Tensor]) -> int:
-        sizes = {id(t.untyped_storage()): -(-t.untyped_storage().nbytes() // self.block)
-                 for t in tensors}  # fmt: skip
-        return sum(sizes.values()) * self.block
-
-
 @contextlib.contextmanager
-def _gradient_sums_marked(loss: torch.Tensor, counter: _StorageBytes) -> Iterator[None]:
+def _gradient_sums_marked(loss: torch.Tensor, counter: StorageBytes) -> Iterator[None]:
     """Tell the counter when the autograd engine, in the backward pass run inside, sums
     gradients: after a node has made its gradients (its post hook) and before the next node
     starts (its pre hook)."""
@@ -264,7 +201,7 @@ def _gradient_sums_marked(loss: torch.Tensor, counter: _StorageBytes) -> Iterato
 
 @contextlib.contextmanager
 def _module_activations(
-    model: nn.Module, counter: _StorageBytes, into: dict[str, int]
+    model: nn.Module, counter: StorageBytes, into: dict[str, int]
 ) -> Iterator[None]:
     """Per leaf module: the bytes its forward added that are still alive after it (its saved
     tensors and output); leaves only, so nothing is counted twice."""
@@ -297,7 +234,7 @@ def _optimizer_probe(builder: str) -> tuple[float, float]:
     """State bytes per parameter byte, and the update's temporaries per gradient byte, of the
     spec's optimizer: a steady (second) real step on a small CPU parameter, its storages
     counted."""
-    counter = _StorageBytes(1)
+    counter = StorageBytes(1)
     with counter:  # everything made under the counter, so in-place updates are not new bytes
         param = nn.Parameter(torch.zeros(4096))
         param.grad = torch.ones(4096)
@@ -316,10 +253,7 @@ def step_between(first: FakeStep, second: FakeStep, batch: int, at: int) -> Fake
     same storages in the same order (None if not)."""
     if len(first.trace) != len(second.trace) or len(first.persistent) != len(second.persistent):
         return None
-    if any(
-        a[0] != b[0] or (a[1] < 0) != (b[1] < 0)
-        for a, b in zip(first.trace, second.trace, strict=True)
-    ):
+    if _renumbered(first.trace) != _renumbered(second.trace):
         return None
 
     def size(a: int, b: int) -> int:
@@ -334,6 +268,13 @@ def step_between(first: FakeStep, second: FakeStep, batch: int, at: int) -> Fake
             size(a, b) for a, b in zip(first.persistent, second.persistent, strict=True)
         ),
     )
+
+
+def _renumbered(trace: tuple[tuple[int, int], ...]) -> list[tuple[int, bool]]:
+    """The trace's shape: each storage by the order it first appears (the counter's numbers
+    count the storages made before the step too), each event an allocation or a free."""
+    order: dict[int, int] = {}
+    return [(order.setdefault(number, len(order)), size >= 0) for number, size in trace]
 
 
 def replayed_reserved(

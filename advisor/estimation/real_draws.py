@@ -1,6 +1,8 @@
 """A draw of one random number, made real on the fake step: LayerDrop (BART, OPT and Whisper in
 transformers 5.17) compares `torch.rand([])` with its rate in Python, which a fake number cannot
-answer ("DataDependentOutputException"), where a real run draws and goes on.
+answer ("DataDependentOutputException"), where a real run draws and goes on. Compiled, the draw
+is in the graph dynamo traced (the comparison breaks it there, as on a GPU); the graph's
+operator is drawn for real when the graph runs.
 """
 
 from __future__ import annotations
@@ -8,18 +10,31 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import _disable_current_modes
+
+# torch.rand, and what it is in a graph: aten's, or inductor's after its random-number pass
+DRAWS = {"rand", "aten::rand", "prims::inductor_random"}
 
 
 class RealScalarDraws(TorchFunctionMode):
-    """torch.rand([]) drawn for real and given as a fake tensor that keeps its value (a constant,
-    which fake tensors carry through comparisons), so Python can compare it."""
+    """A draw of one number (torch.rand([])) made for real and given as a fake tensor that keeps
+    its value (a constant, which fake tensors carry through comparisons), so Python can compare
+    it."""
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if func is torch.rand and args in (((),), ([],)) and not kwargs.get("requires_grad"):
-            with unset_fake_temporarily():
+        if _one_draw(func, args, kwargs) and not torch.compiler.is_compiling():
+            with _disable_current_modes(), torch._C.DisableTorchFunction():
                 drawn = torch.rand([], generator=kwargs.get("generator")).item()
             return torch.tensor(drawn, dtype=kwargs.get("dtype") or torch.get_default_dtype())
         return func(*args, **kwargs)
+
+
+def _one_draw(func: Any, args: Any, kwargs: Any) -> bool:
+    schema = getattr(func, "_schema", None)
+    name = schema.name if schema is not None else getattr(func, "__name__", "")
+    if name not in DRAWS or (schema is None and func is not torch.rand):
+        return False
+    size = args[0] if args else kwargs.get("size")
+    return size is not None and list(size) == [] and not kwargs.get("requires_grad")

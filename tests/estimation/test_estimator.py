@@ -17,12 +17,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from advisor.estimation.allocator import ReplayOutOfMemory
 from advisor.estimation.corrections import CUBLAS_WORKSPACE_BYTES, REPLAY_MARGIN
 from advisor.estimation.estimator import estimate
-from advisor.estimation.fake_step import (
-    _gradient_sums_marked,
-    _StorageBytes,
-    fake_step,
-    replayed_reserved,
-)
+from advisor.estimation.fake_step import _gradient_sums_marked, fake_step, replayed_reserved
+from advisor.estimation.storage_bytes import StorageBytes
 from advisor.gpus import DEFAULT_CONTEXT_BYTES
 from advisor.result import Memory, Phase, Status, Throughput, TrialResult
 from advisor.target import Target
@@ -223,7 +219,7 @@ def test_a_gradient_sum_whose_addend_dies_is_counted_in_place():
     it never does, so the counter undoes the extra allocation."""
 
     def backward_allocations(marked: bool) -> int:
-        counter = _StorageBytes(1)
+        counter = StorageBytes(1)
         with FakeTensorMode(), counter:
             a = torch.ones(1024, requires_grad=True)
             loss = (a.sin() * 2 + a.cos() * 3).sum()  # a's two gradients meet

@@ -1,7 +1,8 @@
 """Workloads at the edges of what the fake step can run: a builder that reads tensor values (as
 torchvision's RegNet computes its widths), experts multiplied by torch's grouped matmul in fp32
 (as transformers' mixture-of-experts layers are), a forward whose shapes depend on the data,
-and LayerDrop's draw (as transformers 5.17's BART, OPT and Whisper make it)."""
+LayerDrop's draw (as transformers 5.17's BART, OPT and Whisper make it), and an MLP whose
+compiled backward recomputes what eager's keeps."""
 
 import torch
 from torch import nn
@@ -51,6 +52,16 @@ class LayerDrop(WidthsFromValues):
         return x
 
 
+class Mlp(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(WIDTH, HIDDEN * 8), nn.Linear(HIDDEN * 8, WIDTH)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = self.up(x)
+        return self.down(hidden * torch.sigmoid(hidden))  # SiLU written out, as models do
+
+
 def batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(batch_size, WIDTH, device=device), torch.randint(
         WIDTH, (batch_size,), device=device
@@ -71,3 +82,7 @@ def data_dependent() -> advisor.Workload:
 
 def layer_drop() -> advisor.Workload:
     return advisor.Workload(name="layer_drop", model=LayerDrop, batch=batch)
+
+
+def mlp() -> advisor.Workload:
+    return advisor.Workload(name="mlp", model=Mlp, batch=batch)

@@ -1,0 +1,92 @@
+"""A torch.compile'd model's step on fake tensors, as torch.compile with inductor would run it.
+
+Dynamo traces the model's forward into graphs (breaking them where a real compile breaks them;
+the code between runs as it is, counted by the fake step's counter). AOTAutograd traces each
+graph's backward with inductor's decompositions, and inductor's own partitioner splits the two
+(what the forward keeps for backward, what backward recomputes). Each graph then runs on fake
+tensors, its buffers counted as inductor's kernels would hold them (inductor_buffers.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import fx, nn
+from torch.utils._pytree import tree_leaves
+
+from advisor.estimation.inductor_buffers import count_buffers
+from advisor.estimation.storage_bytes import StorageBytes
+
+
+@contextlib.contextmanager
+def compiled(model: nn.Module, counter: StorageBytes) -> Iterator[None]:
+    """The model's forward (and so its backward) compiled as torch.compile compiles it: dynamo
+    (its graph breaks too) hands each graph to AOTAutograd, with inductor's decompositions and
+    partitioner; the graphs count their own buffers, the code between them is counted as run."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._inductor.decomposition import select_decomp_table
+
+    torch._dynamo.reset()  # a fresh compile, as in a real run (each fake step has its model)
+    forward = model.forward
+    held: set[int] = set()  # the storages the caller holds (parameters, buffers, the batch)
+    backend = aot_autograd(
+        fw_compiler=functools.partial(_kernels, counter=counter, held=held, backward=False),
+        bw_compiler=functools.partial(_kernels, counter=counter, held=held, backward=True),
+        partition_fn=_partitioned,
+        decompositions=select_decomp_table(),
+    )
+    step = torch.compile(forward, backend=backend)
+
+    def compiled_forward(*args: Any, **kwargs: Any) -> Any:
+        held.update(id(s) for s in _storages((list(model.parameters()), args, kwargs)))
+        held.update(id(s) for s in _storages(list(model.buffers())))
+        return step(*args, **kwargs)
+
+    model.forward = compiled_forward
+    try:
+        yield
+    finally:
+        del model.forward
+        torch._dynamo.reset()
+
+
+def _partitioned(gm: fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+    """Inductor's partitioner, after its passes over the joint graph (the random numbers its
+    kernels draw among them), in the fake mode of the graph's inputs, as inductor runs it."""
+    from torch._guards import detect_fake_mode
+    from torch._inductor.compile_fx import partition_fn
+    from torch._inductor.virtualized import V
+
+    with V.set_fake_mode(detect_fake_mode(joint_inputs)):
+        return partition_fn(gm, joint_inputs, **kwargs)
+
+
+def _kernels(
+    gm: fx.GraphModule,
+    example_inputs: Any,
+    *,
+    counter: StorageBytes,
+    held: set[int],
+    backward: bool,
+) -> Any:
+    """AOTAutograd's compiler: a function that runs the graph and counts its buffers."""
+
+    def run(args: list[Any]) -> Any:
+        inputs = list(args)
+        args.clear()  # as inductor's code does: the inputs die with their last reader
+        with counter.paused():
+            interpreter = fx.Interpreter(gm, garbage_collect_values=False)
+            outputs = interpreter.run(*inputs)
+        count_buffers(gm, interpreter.env, counter, backward=backward, held=held)
+        return outputs
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
+def _storages(value: Any) -> list[torch.UntypedStorage]:
+    return [t.untyped_storage() for t in tree_leaves(value) if isinstance(t, torch.Tensor)]

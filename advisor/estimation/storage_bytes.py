@@ -1,0 +1,139 @@
+"""The live bytes of fake storages, as the CUDA caching allocator would hold them, and when each
+came and went: a dispatch mode that counts every storage an operator makes, rounded to the
+allocator's block, and notes its free when the storage dies. A compiled step's graphs count
+their buffers themselves (compiled_step.py): the mode is paused while they run."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import weakref
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+BLOCK = 512  # the caching allocator rounds every block to this many bytes
+
+
+@dataclasses.dataclass
+class _GradientSum:
+    """An out-of-place sum of two gradients the engine just made, which may be undone."""
+
+    result: int  # the sum's storage (id)
+    at: int  # where its allocation is in the trace
+    addends: set[int]  # the summed storages (ids)
+    size: int  # the sum's bytes, rounded as counted
+    peak_before: int  # the counter's peak before the sum was allocated
+
+
+class StorageBytes(TorchDispatchMode):
+    """Live bytes of fake storages (each rounded to the allocator's block), and their peak."""
+
+    def __init__(self, block: int) -> None:
+        super().__init__()
+        self.block, self.live, self.peak, self.extra = block, 0, 0, 0
+        self._counted: dict[int, int] = {}  # id of a live storage: its number in the trace
+        self._numbered = 0
+        self.trace: list[tuple[int, int]] = []
+        self.summing = False  # the autograd engine is summing gradients (_gradient_sums_marked)
+        self._sum: _GradientSum | None = None
+        self.is_paused = False
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if self.is_paused:
+            return out
+        peak_before, at = self.peak, len(self.trace)
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                self._count(t)
+        if self.summing and func is torch.ops.aten.add.Tensor and len(self.trace) == at + 1:
+            addends = {id(a.untyped_storage()) for a in args[:2] if isinstance(a, torch.Tensor)}
+            result = out.untyped_storage()
+            size = -(-result.nbytes() // self.block) * self.block
+            self._sum = _GradientSum(id(result), at, addends, size, peak_before)
+        return out
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        return True
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Operators run inside make storages that are not counted (what counts them does so
+        itself, with count, allocate and release)."""
+        was, self.is_paused = self.is_paused, True
+        try:
+            yield
+        finally:
+            self.is_paused = was
+
+    def count(self, t: torch.Tensor) -> int:
+        """Count a tensor's storage now, if it is not counted yet; its bytes as counted."""
+        return self._count(t)
+
+    def allocate(self, nbytes: int) -> int:
+        """A buffer no tensor stands for (a compiled kernel's), allocated now: its number."""
+        number = self._numbered
+        self._numbered += 1
+        self.trace.append((number, nbytes))
+        self.live += self._rounded(nbytes)
+        self.peak = max(self.peak, self.live + self.extra)
+        return number
+
+    def free(self, number: int, nbytes: int) -> None:
+        """An allocated buffer's free."""
+        self.trace.append((number, -1))
+        self.live -= self._rounded(nbytes)
+
+    def release(self, storage: torch.UntypedStorage) -> None:
+        """A counted storage freed now, though a Python object still holds it (a compiled
+        backward's inputs, freed by the kernels at their last use)."""
+        key = id(storage)
+        if key in self._counted:
+            self.trace.append((self._counted.pop(key), -1))
+            self.live -= self._rounded(storage.nbytes())
+
+    def _rounded(self, nbytes: int) -> int:
+        return -(-nbytes // self.block) * self.block
+
+    def _count(self, t: torch.Tensor) -> int:
+        storage = t.untyped_storage()
+        key, size = id(storage), -(-storage.nbytes() // self.block) * self.block
+        if size and key not in self._counted:
+            self._sum = None  # a sum is in place only if its addend is freed before this
+            number = self._counted[key] = self._numbered
+            self._numbered += 1
+            self.trace.append((number, storage.nbytes()))
+            self.live += size
+            self.peak = max(self.peak, self.live + self.extra)
+            weakref.finalize(storage, self._freed, key, size)
+        return size
+
+    def _freed(self, key: int, size: int) -> None:
+        if key not in self._counted:  # released before it died
+            return
+        number = self._counted.pop(key)
+        s = self._sum
+        if s is not None and key in s.addends and size == s.size:
+            # The engine sums into a gradient nothing else holds: CUDA writes the sum into it
+            # and allocates nothing; the fake tensors were summed into a new storage.
+            del self.trace[s.at]
+            self._counted[s.result] = number
+            self.peak, self._sum = s.peak_before, None
+        else:
+            self.trace.append((number, -1))
+        self.live -= size
+
+    def alive(self) -> tuple[int, ...]:
+        """The sizes of the storages traced and not yet freed, in the order they came."""
+        numbers = set(self._counted.values())
+        return tuple(size for number, size in self.trace if size >= 0 and number in numbers)
+
+    def bytes_of(self, tensors: Iterable[torch.Tensor]) -> int:
+        sizes = {id(t.untyped_storage()): -(-t.untyped_storage().nbytes() // self.block)
+                 for t in tensors}  # fmt: skip
+        return sum(sizes.values()) * self.block
