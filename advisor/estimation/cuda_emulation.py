@@ -39,12 +39,13 @@ COMPOSITES = {"multi_head_attention_forward"}  # Python functions whose inside m
 
 
 @contextlib.contextmanager
-def step_precision(spec: TrialSpec) -> Iterator[None]:
-    """The step's autocast: CUDA's, emulated, for a GPU spec; the CPU's own for a CPU spec."""
+def step_precision(spec: TrialSpec, unmodelled: set[str] | None = None) -> Iterator[None]:
+    """The step's autocast: CUDA's, emulated, for a GPU spec; the CPU's own for a CPU spec.
+    What the emulation could not model as CUDA runs it is said into `unmodelled`."""
     dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}.get(spec.precision)
     with contextlib.ExitStack() as stack:
         if spec.device is Device.cuda:
-            stack.enter_context(_CudaKernels())
+            stack.enter_context(_CudaKernels(set() if unmodelled is None else unmodelled))
             if dtype is not None:
                 stack.enter_context(_CudaAutocast(dtype))
         elif dtype is not None:
@@ -104,13 +105,17 @@ class _CudaKernels(TorchFunctionMode):
       fp32), which CUDA runs but torch's meta function refuses (it takes 16 bits only): done by
       _GroupedMatmul, which allocates what the kernel does."""
 
+    def __init__(self, unmodelled: set[str]) -> None:
+        super().__init__()
+        self.unmodelled = unmodelled
+
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if name in COMPOSITES:
             return _inside(self, func, args, kwargs)
         if name == "scaled_dot_product_attention":
-            return _fused_attention(*args, **kwargs)
+            return _fused_attention(self.unmodelled, *args, **kwargs)
         if name in ("grouped_mm", "_grouped_mm") and len(args) >= 2:
             a, b = args[0], args[1]
             if a.dim() == 2 and b.dim() == 3 and a.dtype not in (torch.float16, torch.bfloat16):
@@ -119,6 +124,7 @@ class _CudaKernels(TorchFunctionMode):
 
 
 def _fused_attention(
+    unmodelled: set[str],
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
@@ -137,7 +143,12 @@ def _fused_attention(
     kernel = cuda_attention_kernel(q, k, attn_mask, enable_gqa)
     if kernel == "math":
         return _math_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    if kernel == "cpu":
+    if kernel == "unprobed":
+        unmodelled.add(
+            f"attention with heads of {q.size(-1)}: CUDA's kernel for it was not probed, the "
+            "CPU's stands in"
+        )
+    if kernel in ("cpu", "unprobed"):
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
         )
@@ -188,7 +199,8 @@ def cuda_attention_kernel(
     q: torch.Tensor, k: torch.Tensor, attn_mask: torch.Tensor | None, enable_gqa: bool
 ) -> str:
     """flash, efficient or math, as CUDA picks it for memory's sake (probed on the H200 with torch
-    2.11: experiments/2026-12-03-h200-sdpa-choice); cpu where the CPU's kernel stands in.
+    2.11: experiments/2026-12-03-h200-sdpa-choice); cpu where the CPU's kernel stands in for a
+    kernel that keeps as little, unprobed where it stands in for one not probed.
     - A mask whose last dimension is not contiguous (T5's position bias as transformers 5.17
       passes it, a permuted view): the math path, in fp32 for 16-bit inputs (seen in the H200's
       memory snapshot of T5: experiments/2026-12-03-h200-unseen-models).
@@ -196,14 +208,14 @@ def cuda_attention_kernel(
       256: the math path, which keeps the attention matrix (no fused kernel takes them).
     - Grouped-query heads in 16 bits: cuDNN's kernel on the H200, which keeps no matrix; the
       CPU's flash kernel stands in (an older GPU may run the math path where there is a mask).
-    - Heads not a multiple of 8 were not probed: the CPU's kernel stands in, as before.
+    - Heads not a multiple of 8 were not probed: the CPU's kernel stands in (unprobed).
     - Otherwise flash attention for 16 bits without a mask (cuDNN's on the H200 keeps as
       little), else memory-efficient attention (fp32, a mask, heads over 256)."""
     head_dim, sixteen = q.size(-1), q.dtype in (torch.float16, torch.bfloat16)
     if attn_mask is not None and attn_mask.size(-1) > 1 and attn_mask.stride(-1) != 1:
         return "math"
     if head_dim % 8:
-        return "cpu"
+        return "unprobed"
     if enable_gqa and q.size(-3) != k.size(-3):
         return "cpu" if sixteen and head_dim <= 256 else "math"
     if sixteen and attn_mask is None and head_dim <= 256:

@@ -65,6 +65,8 @@ class FakeStep:
     # no GPU has; each failed request makes the allocator give back its free segments (seen in
     # the H200's traces of resnet50 and vit_b_16, never in gpt2's)
     first_step_releases_cache: bool = False
+    # what the step could not run as CUDA would, in words (a kernel not probed, graph breaks)
+    unmodelled: tuple[str, ...] = ()
 
     @property
     def peak_allocated_bytes(self) -> int:
@@ -96,16 +98,17 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
     meta_model = meta_model_of(spec.model)
     if spec.channels_last:  # before the fake storage: empty_like keeps the layout
         meta_model = meta_model.to(memory_format=torch.channels_last)
+    unmodelled: set[str] = set()
     with contextlib.ExitStack() as stack:
         for context in (FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run()):
             stack.enter_context(context)
         stack.enter_context(RealScalarDraws())
         model = with_fake_storage(meta_model)
         if spec.checkpointing is Checkpointing.blocks:
-            _precision_inside_blocks(model, spec)
+            _precision_inside_blocks(model, spec, unmodelled)
             checkpoint_blocks(model, spec.model.block or "")
         if spec.compile:
-            stack.enter_context(compiled(model, counter))
+            stack.enter_context(compiled(model, counter, unmodelled))
         params = list(model.parameters())
         params_bytes = counter.bytes_of(params)
         buffers_bytes = counter.bytes_of(model.buffers())
@@ -129,7 +132,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
                 if spec.compile
                 else _module_activations(model, counter, top)
             )
-            with seen, step_precision(spec):
+            with seen, step_precision(spec, unmodelled):
                 loss = work.compute_loss(model, batch) / spec.grad_accum
             activations = max(activations, counter.live - before)
             with _gradient_sums_marked(loss, counter):
@@ -154,10 +157,11 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         state_ratio=state_ratio,
         update_ratio=update_ratio,
         first_step_releases_cache=gpu and any(isinstance(m, _ConvNd) for m in model.modules()),
+        unmodelled=tuple(sorted(unmodelled)),
     )
 
 
-def _precision_inside_blocks(model: nn.Module, spec: TrialSpec) -> None:
+def _precision_inside_blocks(model: nn.Module, spec: TrialSpec, unmodelled: set[str]) -> None:
     """Checkpointing recomputes each block in backward, outside the step's precision context:
     give the blocks their own, as torch's checkpoint restores real autocast."""
     for module in model.modules():
@@ -165,7 +169,7 @@ def _precision_inside_blocks(model: nn.Module, spec: TrialSpec) -> None:
             forward = module.forward
 
             def under_precision(*args: Any, _forward: Any = forward, **kwargs: Any) -> Any:
-                with step_precision(spec):
+                with step_precision(spec, unmodelled):
                     return _forward(*args, **kwargs)
 
             module.forward = under_precision

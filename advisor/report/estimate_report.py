@@ -45,15 +45,20 @@ def reserve_correction(c: Calibration) -> str:
 def estimate_report(e: Estimate) -> Group:
     """The estimated breakdown against the target, the largest batch, and where memory goes."""
     s, target = e.step, e.target
-    verdict = "fits" if e.fits else "does not fit"
+    low, high = e.device_peak_range
+    largest = "-" if e.largest_batch is None else str(e.largest_batch)
+    if e.largest_batch_sure is not None and e.largest_batch_sure != e.largest_batch:
+        largest += f" ({e.largest_batch_sure} allowing for the estimate's error)"
+    style = {"fits": "green", "may not fit": "yellow"}.get(e.verdict, "red")
     lines: list[Text | Table] = [
         Text(f"estimate for {describe_spec(e.spec)} on {target.name} (nothing was run)",
              style="bold"),
-        Text(f"device peak {gib(e.device_peak_bytes)} of {gib(target.memory_bytes)}: {verdict} "
-             f"under {gib(target.allowed_bytes)} ({target.margin:.0%} kept free); largest micro "
-             f"batch that fits: {e.largest_batch if e.largest_batch is not None else '-'}",
-             style="green" if e.fits else "red"),
+        Text(f"device peak {gib(e.device_peak_bytes)} ({gib(low)} to {gib(high)} by its error "
+             f"where it was checked) of {gib(target.memory_bytes)}: {e.verdict} under "
+             f"{gib(target.allowed_bytes)} ({target.margin:.0%} kept free); largest micro batch "
+             f"that fits: {largest}", style=style),
     ]  # fmt: skip
+    lines.extend(Text(f"not modelled: {note}", style="yellow") for note in e.unmodelled)
     if e.fits and e.device_peak_bytes > target.allowed_bytes:
         lines.append(Text("it holds more with memory to spare; within the target's limit the "
                           "allocator gives back its cache and the steps still run (allocator "
