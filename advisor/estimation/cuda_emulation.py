@@ -53,6 +53,11 @@ def step_precision(spec: TrialSpec, unmodelled: set[str] | None = None) -> Itera
         yield
 
 
+def cuda_emulation_modes() -> tuple[type[TorchFunctionMode], ...]:
+    """The modes step_precision may enter (compiled_step.py keeps dynamo from compiling them)."""
+    return _CudaKernels, _CudaAutocast
+
+
 def _cast(value: Any, dtype: torch.dtype) -> Any:
     if isinstance(value, torch.Tensor):
         return value.to(dtype) if value.is_floating_point() and value.dtype != dtype else value
