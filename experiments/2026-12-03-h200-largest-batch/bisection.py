@@ -1,6 +1,7 @@
 """On the H200: the largest batch of each spec of one lane of budgets.txt that runs within its
 budget, by bisection with `advisor run` (public API) under an allocator cap of the budget less
-the CUDA context, starting from the estimate (raw/estimates.jsonl) and its 3% neighbours.
+the CUDA context, starting from the estimate (raw/estimates-before.jsonl: the estimate before
+this folder's change) and its 3% neighbours.
 
     python3 bisection.py LANE OUT DEADLINE_S   # no trial starts after DEADLINE_S seconds
 """
@@ -84,7 +85,9 @@ def main(lane: str, out: Path, deadline: float) -> None:
     stop_at = time.monotonic() + deadline
     estimates = {
         row["key"]: row["largest_batch"]
-        for row in map(json.loads, (HERE / "raw" / "estimates.jsonl").read_text().splitlines())
+        for row in map(
+            json.loads, (HERE / "raw" / "estimates-before.jsonl").read_text().splitlines()
+        )
     }
     out.mkdir(parents=True, exist_ok=True)
     db_url = f"sqlite:///{out}/truth-{lane}.sqlite"

@@ -15,7 +15,7 @@ from test_cli import MEMORY_KEYS, advisor, trial_count
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from advisor.estimation.allocator import ReplayOutOfMemory
-from advisor.estimation.corrections import CUBLAS_WORKSPACE_BYTES, REPLAY_MARGIN
+from advisor.estimation.corrections import CUBLAS_WORKSPACE_BYTES
 from advisor.estimation.estimator import estimate
 from advisor.estimation.fake_step import _gradient_sums_marked, fake_step, replayed_reserved
 from advisor.estimation.storage_bytes import StorageBytes
@@ -66,13 +66,13 @@ def test_the_largest_batch_fits_and_one_more_step_does_not():
 
 def test_on_a_gpu_the_largest_batch_is_the_last_the_modelled_allocator_runs():
     """Uncalibrated: the step replayed under what a trial would be capped to, less cuBLAS's
-    workspaces, by the replay's margin."""
+    workspaces (not by the replay's margin: that is the uncapped reserve's)."""
     spec = spec_of("model=tiny_gpt2", "device=cuda", "batch_size=4")
     beyond_the_step = DEFAULT_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES
     target = Target("context, workspaces and 48 MiB", beyond_the_step + 48 * 2**20, 0.0)
     e = estimate(spec, target)
     assert e.largest_batch is not None and e.largest_batch > 4
-    cap = int((target.allowed_bytes - beyond_the_step) / REPLAY_MARGIN)
+    cap = target.allowed_bytes - beyond_the_step
     at_largest = fake_step(dataclasses.replace(spec, batch_size=e.largest_batch))
     assert replayed_reserved(at_largest, cap) <= cap
     beyond = fake_step(dataclasses.replace(spec, batch_size=e.largest_batch + 1))
