@@ -11,64 +11,66 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch import fx, nn
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_leaves
 
-from advisor.estimation.cuda_emulation import cuda_emulation_modes
+from advisor.estimation.cuda_emulation import CUDA_EMULATION_MODES
 from advisor.estimation.inductor_buffers import count_buffers
 from advisor.estimation.real_draws import RealScalarDraws
-from advisor.estimation.storage_bytes import StorageBytes
+from advisor.estimation.storage_bytes import StorageBytes, storages_of
 
 
 @contextlib.contextmanager
-def compiled(model: nn.Module, counter: StorageBytes, unmodelled: set[str]) -> Iterator[None]:
+def compiled(model: nn.Module, counter: StorageBytes) -> Iterator[list[fx.GraphModule]]:
     """The model's forward (and so its backward) compiled as torch.compile compiles it: dynamo
     (its graph breaks too) hands each graph to AOTAutograd, with inductor's decompositions and
     partitioner; the graphs count their own buffers, the code between them is counted as run.
-    Graph breaks are said into `unmodelled`: on the one model measured with them, the estimate
-    was 7% under (OPT: experiments/2026-12-03-h200-unseen-models)."""
+    Gives the forward graphs dynamo made (more than one: the model's graph broke). dynamo's
+    caches are reset before and after: a process that compiles its own models loses theirs."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
 
-    torch._dynamo.reset()  # a fresh compile, as in a real run (each fake step has its model)
-    _emulation_never_compiled_alone()
+    _reset_dynamo()  # a fresh compile, as in a real run (each fake step has its model)
     forward = model.forward
     held: set[int] = set()  # the storages the caller holds (parameters, buffers, the batch)
-    graphs: list[fx.GraphModule] = []  # the forward graphs dynamo made
+    graphs: list[fx.GraphModule] = []
     backend = aot_autograd(
         fw_compiler=functools.partial(
-            _kernels, counter=counter, held=held, backward=False, graphs=graphs
+            _counting_compiler, counter=counter, held=held, backward=False, graphs=graphs
         ),
-        bw_compiler=functools.partial(_kernels, counter=counter, held=held, backward=True),
+        bw_compiler=functools.partial(
+            _counting_compiler, counter=counter, held=held, backward=True
+        ),
         partition_fn=_partitioned,
         decompositions=select_decomp_table(),
     )
     step = torch.compile(forward, backend=backend)
 
     def compiled_forward(*args: Any, **kwargs: Any) -> Any:
-        held.update(id(s) for s in _storages((list(model.parameters()), args, kwargs)))
-        held.update(id(s) for s in _storages(list(model.buffers())))
+        for storage in storages_of((list(model.parameters()), list(model.buffers()), args, kwargs)):
+            if id(storage) not in held:  # forgotten when it dies: another may take its id
+                held.add(id(storage))
+                weakref.finalize(storage, held.discard, id(storage))
         return step(*args, **kwargs)
 
     model.forward = compiled_forward
     try:
-        yield
+        yield graphs
     finally:
         del model.forward
-        torch._dynamo.reset()
-    if len(graphs) > 1:
-        unmodelled.add(
-            f"torch.compile breaks the model into {len(graphs)} graphs: the one such model "
-            "measured (OPT) needed 7% more than its estimate"
-        )
+        _reset_dynamo()
 
 
-@functools.cache
+def _reset_dynamo() -> None:
+    torch._dynamo.reset()
+    _emulation_never_compiled_alone()
+
+
 def _emulation_never_compiled_alone() -> None:
     """The emulation's modes (cuda_emulation.py, real_draws.py) run where the model's code calls
     torch: traced into the caller's graph where dynamo compiles the caller, run as they are where
@@ -79,7 +81,7 @@ def _emulation_never_compiled_alone() -> None:
     from torch._dynamo.types import FrameAction, FrameExecStrategy
 
     skipped = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)  # and what they call
-    modes: tuple[type[TorchFunctionMode], ...] = (*cuda_emulation_modes(), RealScalarDraws)
+    modes: tuple[type[TorchFunctionMode], ...] = (*CUDA_EMULATION_MODES, RealScalarDraws)
     for mode in modes:
         set_code_exec_strategy(mode.__torch_function__.__code__, skipped)
 
@@ -95,7 +97,7 @@ def _partitioned(gm: fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
         return partition_fn(gm, joint_inputs, **kwargs)
 
 
-def _kernels(
+def _counting_compiler(
     gm: fx.GraphModule,
     example_inputs: Any,
     *,
@@ -119,7 +121,3 @@ def _kernels(
 
     run._boxed_call = True  # type: ignore[attr-defined]
     return run
-
-
-def _storages(value: Any) -> list[torch.UntypedStorage]:
-    return [t.untyped_storage() for t in tree_leaves(value) if isinstance(t, torch.Tensor)]

@@ -39,23 +39,18 @@ COMPOSITES = {"multi_head_attention_forward"}  # Python functions whose inside m
 
 
 @contextlib.contextmanager
-def step_precision(spec: TrialSpec, unmodelled: set[str] | None = None) -> Iterator[None]:
+def step_precision(spec: TrialSpec, unmodelled: set[str]) -> Iterator[None]:
     """The step's autocast: CUDA's, emulated, for a GPU spec; the CPU's own for a CPU spec.
     What the emulation could not model as CUDA runs it is said into `unmodelled`."""
     dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}.get(spec.precision)
     with contextlib.ExitStack() as stack:
         if spec.device is Device.cuda:
-            stack.enter_context(_CudaKernels(set() if unmodelled is None else unmodelled))
+            stack.enter_context(_CudaKernels(unmodelled))
             if dtype is not None:
                 stack.enter_context(_CudaAutocast(dtype))
         elif dtype is not None:
             stack.enter_context(torch.autocast("cpu", dtype=dtype))
         yield
-
-
-def cuda_emulation_modes() -> tuple[type[TorchFunctionMode], ...]:
-    """The modes step_precision may enter (compiled_step.py keeps dynamo from compiling them)."""
-    return _CudaKernels, _CudaAutocast
 
 
 def _cast(value: Any, dtype: torch.dtype) -> Any:
@@ -241,6 +236,10 @@ class _GroupedMatmul(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         a, b = ctx.saved_tensors
         return torch.empty_like(a), torch.empty_like(b)
+
+
+# the modes step_precision may enter (compiled_step.py keeps dynamo from compiling them alone)
+CUDA_EMULATION_MODES: tuple[type[TorchFunctionMode], ...] = (_CudaKernels, _CudaAutocast)
 
 
 def _inside(mode: TorchFunctionMode, func: Any, args: Any, kwargs: Any) -> Any:

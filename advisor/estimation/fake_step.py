@@ -65,8 +65,9 @@ class FakeStep:
     # no GPU has; each failed request makes the allocator give back its free segments (seen in
     # the H200's traces of resnet50 and vit_b_16, never in gpt2's)
     first_step_releases_cache: bool = False
-    # what the step could not run as CUDA would, in words (a kernel not probed, graph breaks)
+    # what the step could not run as CUDA would, in words (an attention kernel not probed)
     unmodelled: tuple[str, ...] = ()
+    compiled_graphs: int = 0  # compiled: the forward graphs dynamo made (more: graph breaks)
 
     @property
     def peak_allocated_bytes(self) -> int:
@@ -100,15 +101,16 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         meta_model = meta_model.to(memory_format=torch.channels_last)
     unmodelled: set[str] = set()
     with contextlib.ExitStack() as stack:
-        for context in (FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run()):
+        for context in (
+            FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run(),
+            RealScalarDraws(),
+        ):  # fmt: skip
             stack.enter_context(context)
-        stack.enter_context(RealScalarDraws())
         model = with_fake_storage(meta_model)
         if spec.checkpointing is Checkpointing.blocks:
             _precision_inside_blocks(model, spec, unmodelled)
             checkpoint_blocks(model, spec.model.block or "")
-        if spec.compile:
-            stack.enter_context(compiled(model, counter, unmodelled))
+        graphs = stack.enter_context(compiled(model, counter)) if spec.compile else []
         params = list(model.parameters())
         params_bytes = counter.bytes_of(params)
         buffers_bytes = counter.bytes_of(model.buffers())
@@ -127,12 +129,12 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         for _ in range(spec.grad_accum):
             before = counter.live
             # compiled, the modules' code runs only in the tracing: no hooks (they break graphs)
-            seen = (
+            per_module = (
                 contextlib.nullcontext()
                 if spec.compile
                 else _module_activations(model, counter, top)
             )
-            with seen, step_precision(spec, unmodelled):
+            with per_module, step_precision(spec, unmodelled):
                 loss = work.compute_loss(model, batch) / spec.grad_accum
             activations = max(activations, counter.live - before)
             with _gradient_sums_marked(loss, counter):
@@ -158,6 +160,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         update_ratio=update_ratio,
         first_step_releases_cache=gpu and any(isinstance(m, _ConvNd) for m in model.modules()),
         unmodelled=tuple(sorted(unmodelled)),
+        compiled_graphs=len(graphs),
     )
 
 

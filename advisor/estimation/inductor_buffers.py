@@ -17,7 +17,7 @@ import torch
 from torch import fx
 from torch.utils._pytree import tree_leaves
 
-from advisor.estimation.storage_bytes import StorageBytes
+from advisor.estimation.storage_bytes import StorageBytes, storages_of
 
 # Not tagged pointwise, but lowered by inductor into the kernels that read them (schema names)
 FUSED = {
@@ -80,7 +80,7 @@ class _Graph:
     def __init__(self, gm: fx.GraphModule, env: dict[fx.Node, Any]) -> None:
         *self.nodes, output = gm.graph.nodes
         self.env = env
-        self.returned = {id(s) for s in _storages(env[output])}
+        self.returned = {id(s) for s in storages_of(env[output])}
         self.storage: dict[int, torch.UntypedStorage] = {}
         self.order: dict[int, int] = {}  # a storage: when it was first seen
         self.owner: dict[int, fx.Node] = {}
@@ -88,12 +88,14 @@ class _Graph:
         self.reads: dict[fx.Node, list[int]] = {}
         self.readers: dict[int, list[fx.Node]] = {}
         for node in self.nodes:
-            own = [s for s in _storages(env[node]) if id(s) not in self.owner]
+            own = list(
+                {id(s): s for s in storages_of(env[node]) if id(s) not in self.owner}.values()
+            )
             for s in own:
                 self.storage[id(s)], self.owner[id(s)] = s, node
                 self.order[id(s)] = len(self.order)
             self.made[node] = [id(s) for s in own]
-            inputs = {id(s) for i in node.all_input_nodes for s in _storages(env[i])}
+            inputs = {id(s) for i in node.all_input_nodes for s in storages_of(env[i])}
             self.reads[node] = sorted(inputs - set(self.made[node]), key=self.order.__getitem__)
             for key in self.reads[node]:
                 self.readers.setdefault(key, []).append(node)
@@ -146,10 +148,6 @@ class _Graph:
 
 def _tensors(value: Any) -> list[torch.Tensor]:
     return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
-
-
-def _storages(value: Any) -> list[torch.UntypedStorage]:
-    return [t.untyped_storage() for t in _tensors(value)]
 
 
 def _fused(node: fx.Node) -> bool:

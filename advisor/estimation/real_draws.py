@@ -13,8 +13,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import _disable_current_modes
 
-# torch.rand, and what it is in a graph: aten's, or inductor's after its random-number pass
-DRAWS = {"rand", "aten::rand", "prims::inductor_random"}
+# what torch.rand is in a graph: aten's, or inductor's after its random-number pass
+DRAWS = {"aten::rand", "prims::inductor_random"}
 
 
 class RealScalarDraws(TorchFunctionMode):
@@ -33,8 +33,7 @@ class RealScalarDraws(TorchFunctionMode):
 
 def _one_draw(func: Any, args: Any, kwargs: Any) -> bool:
     schema = getattr(func, "_schema", None)
-    name = schema.name if schema is not None else getattr(func, "__name__", "")
-    if name not in DRAWS or (schema is None and func is not torch.rand):
+    if func is not torch.rand and (schema is None or schema.name not in DRAWS):
         return False
-    size = args[0] if args else kwargs.get("size")
-    return size is not None and list(size) == [] and not kwargs.get("requires_grad")
+    size = args[0] if args else kwargs.get("size")  # torch.rand(3) and (2, 3): ints, not one
+    return isinstance(size, list | tuple) and len(size) == 0 and not kwargs.get("requires_grad")

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_leaves
 
 BLOCK = 512  # the caching allocator rounds every block to this many bytes
 
@@ -49,16 +49,18 @@ class StorageBytes(TorchDispatchMode):
         peak_before, at = self.peak, len(self.trace)
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):
-                self._count(t)
+                self.count(t)
         if self.summing and func is torch.ops.aten.add.Tensor and len(self.trace) == at + 1:
             addends = {id(a.untyped_storage()) for a in args[:2] if isinstance(a, torch.Tensor)}
             result = out.untyped_storage()
-            size = -(-result.nbytes() // self.block) * self.block
+            size = self._rounded(result.nbytes())
             self._sum = _GradientSum(id(result), at, addends, size, peak_before)
         return out
 
     @classmethod
     def ignore_compile_internals(cls) -> bool:
+        """dynamo compiles under this mode (it skips frames under any other); what a compiled
+        step's graphs hold is counted by the graphs themselves (compiled_step.py)."""
         return True
 
     @contextlib.contextmanager
@@ -71,12 +73,9 @@ class StorageBytes(TorchDispatchMode):
         finally:
             self.is_paused = was
 
-    def count(self, t: torch.Tensor) -> int:
-        """Count a tensor's storage now, if it is not counted yet; its bytes as counted."""
-        return self._count(t)
-
     def allocate(self, nbytes: int) -> int:
         """A buffer no tensor stands for (a compiled kernel's), allocated now: its number."""
+        self._sum = None  # as for a counted storage: a sum is in place only if nothing came
         number = self._numbered
         self._numbered += 1
         self.trace.append((number, nbytes))
@@ -100,9 +99,10 @@ class StorageBytes(TorchDispatchMode):
     def _rounded(self, nbytes: int) -> int:
         return -(-nbytes // self.block) * self.block
 
-    def _count(self, t: torch.Tensor) -> int:
+    def count(self, t: torch.Tensor) -> int:
+        """Count a tensor's storage now, if it is not counted yet; its bytes as counted."""
         storage = t.untyped_storage()
-        key, size = id(storage), -(-storage.nbytes() // self.block) * self.block
+        key, size = id(storage), self._rounded(storage.nbytes())
         if size and key not in self._counted:
             self._sum = None  # a sum is in place only if its addend is freed before this
             number = self._counted[key] = self._numbered
@@ -134,6 +134,11 @@ class StorageBytes(TorchDispatchMode):
         return tuple(size for number, size in self.trace if size >= 0 and number in numbers)
 
     def bytes_of(self, tensors: Iterable[torch.Tensor]) -> int:
-        sizes = {id(t.untyped_storage()): -(-t.untyped_storage().nbytes() // self.block)
+        sizes = {id(t.untyped_storage()): self._rounded(t.untyped_storage().nbytes())
                  for t in tensors}  # fmt: skip
-        return sum(sizes.values()) * self.block
+        return sum(sizes.values())
+
+
+def storages_of(value: Any) -> list[torch.UntypedStorage]:
+    """The storages of the tensors in a value (a tensor, or a pytree of them)."""
+    return [t.untyped_storage() for t in tree_leaves(value) if isinstance(t, torch.Tensor)]

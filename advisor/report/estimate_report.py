@@ -48,15 +48,17 @@ def estimate_report(e: Estimate) -> Group:
     low, high = e.device_peak_range
     largest = "-" if e.largest_batch is None else str(e.largest_batch)
     if e.largest_batch_sure is not None and e.largest_batch_sure != e.largest_batch:
-        largest += f" ({e.largest_batch_sure} allowing for the estimate's error)"
-    style = {"fits": "green", "may not fit": "yellow"}.get(e.verdict, "red")
+        largest += f" ({e.largest_batch_sure} that fits by its upper side)"
+    style = {"fits": "green", "may not fit": "yellow"}.get(e.verdict.value, "red")
+    checked = (
+        f" ({gib(low)} to {gib(high)} by its error where it was checked)" if low != high else ""
+    )
     lines: list[Text | Table] = [
         Text(f"estimate for {describe_spec(e.spec)} on {target.name} (nothing was run)",
              style="bold"),
-        Text(f"device peak {gib(e.device_peak_bytes)} ({gib(low)} to {gib(high)} by its error "
-             f"where it was checked) of {gib(target.memory_bytes)}: {e.verdict} under "
-             f"{gib(target.allowed_bytes)} ({target.margin:.0%} kept free); largest micro batch "
-             f"that fits: {largest}", style=style),
+        Text(f"device peak {gib(e.device_peak_bytes)}{checked} of {gib(target.memory_bytes)}: "
+             f"{e.verdict.value} under {gib(target.allowed_bytes)} ({target.margin:.0%} kept "
+             f"free); largest micro batch by the estimate: {largest}", style=style),
     ]  # fmt: skip
     lines.extend(Text(f"not modelled: {note}", style="yellow") for note in e.unmodelled)
     if e.fits and e.device_peak_bytes > target.allowed_bytes:

@@ -58,11 +58,13 @@ class Feasibility:
             return verdict
         if self.line(family_key(spec)) is not None or self.estimate is None:
             return None
-        # No line for this family yet: ask the estimate. It runs the eager model, and inductor
-        # can keep far fewer activations (gpt2 b32 on the H200: 30.1 GiB compiled, 55 eager;
-        # experiments/2026-11-30-h200-sweep-capped) or about as many (resnet50 bf16 b2048:
-        # 99.5 and 97.3 GiB; 2026-12-01-h200-sweep-fast): a compiled spec is judged by the
-        # eager estimate times the least compiled/eager ratio measured, and not before one is.
+        # No line for this family yet: ask the estimate. A compiled spec's own estimate
+        # compiles the model on fake tensors (10-60 s a step, several steps), too slow for a
+        # sweep's pace; inductor can keep far fewer activations than eager (gpt2 b32 on the
+        # H200: 30.1 GiB compiled, 55 eager; experiments/2026-11-30-h200-sweep-capped) or about
+        # as many (resnet50 bf16 b2048: 99.5 and 97.3 GiB; 2026-12-01-h200-sweep-fast): a
+        # compiled spec is judged by the eager estimate times the least compiled/eager ratio
+        # measured, and not before one is.
         ratio = 1.0 if not spec.compile else self._compiled_ratio()
         if ratio is None:
             return None

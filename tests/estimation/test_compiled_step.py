@@ -62,15 +62,15 @@ def test_a_fused_node_reading_more_than_eight_buffers_is_computed_into_one():
         return sum(xs[1:], xs[0]).sum()
 
     counter, _values = counted(total, *[(ROWS, COLUMNS)] * 10)
-    assert BYTES in allocations(counter)  # the running sum, realized before the reduction
+    # the running sum, once (eager: nine), then the reduction's scalar
+    assert allocations(counter) == [BYTES, 4]
 
 
 def test_a_backward_graph_frees_its_inputs_after_their_last_reader_unless_held():
     for held, alive in (((), 0), ((0,), BYTES)):
-        counter, values = counted(
+        counter, _values = counted(  # the values kept, as ctx keeps the saved tensors
             lambda saved: saved.sum(), (ROWS, COLUMNS), backward=True, held=held
         )
-        assert values  # the input is still referenced, as ctx's saved tensors are
         assert counter.live == alive + 4  # the sum's scalar, and the input if held
 
 
@@ -99,13 +99,15 @@ def test_a_compiled_step_at_another_batch_is_drawn_from_two():
 
 
 def test_a_layer_drop_draw_breaks_the_compiled_graph_and_is_compared_as_in_a_real_run():
-    """The draw is compared in Python: dynamo breaks the graph there, as on a GPU. Each graph
-    keeps its own inputs for backward, which one graph over both layers would not."""
+    """The draw is compared in Python: dynamo gives up on the frame there, as on a GPU, and
+    compiles each layer's frame on its own (a rate of 0 drops no layer, and each layer keeps
+    its input for backward in a graph of its own as in one graph over both)."""
     step, plain = (
         fake_step(
             spec_of(f"workload={EDGES}:{name}", "device=cuda", "batch_size=64", "compile=true")
         )  # fmt: skip
         for name in ("layer_drop", "widths_from_values")
     )
-    assert step.activations_bytes > plain.activations_bytes
+    assert step.compiled_graphs == 2 and plain.compiled_graphs == 1
+    assert step.activations_bytes == plain.activations_bytes
     assert step.params_bytes == plain.params_bytes

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
 from conftest import spec_of
 from test_cli import advisor
 
 from advisor.estimation.fake_step import fake_step
+from advisor.estimation.real_draws import RealScalarDraws
 
 EDGES = Path(__file__).parents[1] / "workloads" / "estimate_edges.py"
 
@@ -48,3 +50,10 @@ def test_a_step_fake_tensors_cannot_run_is_said_in_one_line(db_url):
     assert result.returncode == 1
     assert result.stderr.startswith("advisor: data_dependent: its step raised on fake tensors")
     assert "nonzero" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_draws_of_more_than_one_number_stay_fake():
+    """Only torch.rand([]) is drawn for real; torch.rand(3) and (2, 3) are ordinary tensors."""
+    with RealScalarDraws():
+        shapes = [torch.rand(*size).shape for size in ((3,), (2, 3), ([],))]
+    assert shapes == [torch.Size([3]), torch.Size([2, 3]), torch.Size([])]
