@@ -34,9 +34,11 @@ from advisor.target import Target
 # takes the upper side, so that "fits" is not said of a setting that, by that record, may not.
 UNCALIBRATED_RANGE = (-0.12, 0.05)
 CALIBRATED_RANGE = (-0.06, 0.06)
-# the one compiled model measured whose graph broke (OPT's LayerDrop) needed 7.0% more than its
-# estimate (same folder)
-GRAPH_BREAKS_ABOVE = 0.08
+# Compiled, the device peak was up to 13% above the estimate (a DDPM UNet: experiments/2026-12-03-
+# h200-compile-unseen); where torch.compile broke the model's graph, up to 61% above (gpt2 in 16
+# bits, whose graph breaks at its loss: experiments/2026-12-03-compile-estimate-catalog).
+COMPILED_ABOVE = 0.13
+GRAPH_BREAKS_ABOVE = 0.61
 PROBED_GPU = re.compile(r"h[12]00", re.IGNORECASE)  # where the kernels' rules were probed (sm90)
 
 
@@ -143,11 +145,13 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     low, high = CALIBRATED_RANGE if corrections.calibration else UNCALIBRATED_RANGE
     if spec.compile and step.compiled_graphs == 0:
         unmodelled.append("torch.compile made no graph of the model: estimated as it ran, eagerly")
+    elif spec.compile:
+        high = max(high, COMPILED_ABOVE)
     if step.compiled_graphs > 1:
         high = max(high, GRAPH_BREAKS_ABOVE)
         unmodelled.append(
-            f"torch.compile breaks the model into {step.compiled_graphs} graphs: the one such "
-            f"model measured needed 7% more than its estimate, so the range reaches +{high:.0%}"
+            f"torch.compile breaks the model into {step.compiled_graphs} graphs: models so broken "
+            f"needed up to 61% more than their estimate, so the range reaches +{high:.0%}"
         )
     if spec.device is Device.cpu:  # the record is the H200's; the CPU's was not checked
         low, high = 0.0, 0.0

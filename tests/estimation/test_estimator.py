@@ -123,11 +123,11 @@ def test_a_target_other_than_where_the_kernels_were_probed_is_said():
     )
 
 
-def test_where_torch_compile_breaks_the_graph_the_range_reaches_8_percent_above():
-    """The one compiled model measured whose graph broke (OPT) needed 7% more."""
+def test_where_torch_compile_breaks_the_graph_the_range_reaches_61_percent_above():
+    """Compiled gpt2, whose graph breaks at its loss, needed up to 61% more in 16 bits."""
     spec = spec_of(f"workload={EDGES}:layer_drop", "device=cuda", "batch_size=64", "compile=true")
     e = estimate(spec, Target("h200", 140 * 2**30, 0.05))
-    assert e.error_range == (-0.12, 0.08)
+    assert e.error_range == (-0.12, 0.61)
     assert e.unmodelled[0].startswith("torch.compile breaks the model into")
 
 
