@@ -32,6 +32,7 @@ def compiled(model: nn.Module, counter: StorageBytes) -> Iterator[list[fx.GraphM
     partitioner; the graphs count their own buffers, the code between them is counted as run.
     Gives the forward graphs dynamo made (more than one: the model's graph broke). dynamo's
     caches are reset before and after: a process that compiles its own models loses theirs."""
+    import torch._inductor.lowering  # noqa: F401 (the decompositions read it; a fresh process lacks it)
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
 
