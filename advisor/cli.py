@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import typer
+from rich.text import Text
 
 from advisor import extras
 from advisor.console import JsonFlag, Overrides, err, fail, out, prints_to_stderr
@@ -66,7 +67,8 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         spec = trial_spec(cfg)
         if str(cfg.device) == "auto" and spec.device is Device.cpu:
             err.print("no CUDA GPU here: measuring on the CPU (device=cpu says you mean it)")
-        with err.status(f"measuring {terminal.describe_spec(spec)}"):
+        # as Text: a status's str is read as markup, whatever the console says
+        with err.status(Text(f"measuring {terminal.describe_spec(spec)}")):
             result = verbs.measure(spec, cfg)
     device_memory = result.environment.device_memory_bytes if result.environment else None
     if as_json:
@@ -245,7 +247,7 @@ def main() -> None:
     try:
         app()
     except AdvisorError as error:
-        err.print(f"advisor: {error}", highlight=False, markup=False, soft_wrap=True)
+        err.print(f"advisor: {error}", highlight=False, soft_wrap=True)
         sys.exit(EXIT_CODES.get(type(error), 2))
     except KeyboardInterrupt:
         err.print("advisor: interrupted")

@@ -12,8 +12,10 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
-err = Console(stderr=True)
-out = Console()
+# markup=False: advisor writes no Rich markup, and what it prints holds what users named (a
+# workload, a path, a GPU): "a[/]b" is printed as itself, not read as a closing tag (issue 30)
+err = Console(stderr=True, markup=False)
+out = Console(markup=False)
 
 Overrides = Annotated[
     list[str] | None,
@@ -23,7 +25,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON to stdout ins
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"advisor: {message}", highlight=False, markup=False, soft_wrap=True)
+    err.print(f"advisor: {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -1,4 +1,6 @@
-"""The report: what a user reads in the terminal, and the pictures.
+"""The report: what a user reads in the terminal, and the pictures. What users named (a
+workload, an optimizer, a GPU, a sweep's target) reaches rich as Text and matplotlib unparsed,
+never as a str that either would read as markup (issue 30: [/] in a name was a traceback).
 
 - terminal.py    a trial's breakdown, and the words every report shares (sizes, rates, settings)
 - sweep_report.py a sweep's lines, its recommendation, repeats, baseline and largest batches

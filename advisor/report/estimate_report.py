@@ -84,7 +84,7 @@ def estimate_report(e: Estimate) -> Group:
     modules.add_column("module")
     modules.add_column("activations", justify="right")
     for name, size in s.top_modules:
-        modules.add_row(name, gib(size))
+        modules.add_row(Text(name), gib(size))  # a model's own names (a ModuleDict's keys)
     lines.append(modules)
     c = e.calibration
     if c is None:

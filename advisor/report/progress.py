@@ -28,7 +28,7 @@ class SweepDisplay:
     def __init__(self, console: Console, trials: int, minutes: float | None) -> None:
         self.console, self.trials, self.minutes = console, trials, minutes
         self.bar = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),  # a worker's: the spec's names
             BarColumn(bar_width=24),
             TextColumn("{task.fields[count]}"),
             TextColumn("{task.fields[times]}"),
@@ -58,7 +58,7 @@ class SweepDisplay:
         line = f"sweep {sweep_id}: {what}"
         line += f", up to {workers} trials at a time" if workers > 1 else ""
         line += f", resuming with {resumed} trials" if resumed else ""
-        self.console.print(line, highlight=False)
+        self.console.print(line, highlight=False, markup=False)  # (names: the model's, the GPU's)
 
     def measuring(self, slot: int, spec: TrialSpec) -> None:
         with self._lock:

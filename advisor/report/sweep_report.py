@@ -178,7 +178,7 @@ def _results_table(title: str, results: Sequence[TrialResult], target: Target) -
         t, m = r.throughput, r.memory
         table.add_row(
             str(r.id),
-            describe_spec(r.spec),
+            Text(describe_spec(r.spec)),
             rate(t),
             gib(m.device_peak_bytes) if m else "-",
             "yes" if target.fits(r) else "no",
@@ -198,12 +198,10 @@ def largest_batches(sweeper_largest: dict[str, tuple[TrialSpec, int, str]]) -> l
 
 
 def largest_batches_table(rows: list[dict], target: Target) -> Table:
-    table = Table(
-        title=f"largest micro batch predicted to fit {target.name}, by setting",
-        title_justify="left",
-    )
+    title = f"largest micro batch predicted to fit {target.name}, by setting"
+    table = Table(title=Text(title, style="table.title"), title_justify="left")
     for column in ("setting", "largest batch", "by"):
         table.add_column(column, justify="right" if column == "largest batch" else "left")
     for row in rows:
-        table.add_row(row["setting"], str(row["largest_batch"]), row["by"])
+        table.add_row(Text(row["setting"]), str(row["largest_batch"]), row["by"])
     return table

@@ -45,15 +45,15 @@ def history_table(results: Sequence[TrialResult], width: int = WIDE) -> Table:
         )
     for r in results:
         t, m, env = r.throughput, r.memory, r.environment
-        row = [
+        row: list[RenderableType] = [
             str(r.id),
             (r.created_at or "")[:16].replace("T", " "),  # to the minute: ids order the rest
-            describe(r),
+            Text(describe(r)),
             r.status.value,
             rate(t),  # ≤ for a cut one: its rate is a bound
             gib(m.device_peak_bytes) if m else "-",
         ]
-        row += [env.device_name if env else "-", _code(r)] if wide else []
+        row += [Text(env.device_name) if env else "-", _code(r)] if wide else []
         table.add_row(*row)
     captions = [
         "code: the workload's fingerprint (its source and the libraries' versions)"
@@ -114,7 +114,7 @@ def compare_table(results: Sequence[TrialResult]) -> Table:
     for label, values in _compared(results):
         differs = len(set(values)) > 1
         style = "bold yellow" if differs else None
-        table.add_row("≠" if differs else "", label, *values, style=style)
+        table.add_row("≠" if differs else "", label, *map(Text, values), style=style)
     return table
 
 
@@ -160,7 +160,7 @@ def sweeps_table(sweeps: Sequence[tuple[Sweep, int]]) -> Table:
     for sweep, used in sweeps:
         target = f"{sweep.target} ({gib(sweep.target_memory_bytes)})"
         stopped = sweep.stop_reason or "running, or interrupted"
-        table.add_row(str(sweep.id), sweep.model, target, str(used), stopped)
+        table.add_row(str(sweep.id), Text(sweep.model), Text(target), str(used), Text(stopped))
     table.caption = "a sweep's trials: advisor history sweep=ID"
     return table
 
