@@ -47,7 +47,7 @@ def save_memory_png(result: TrialResult, device_memory: int | None, path: Path) 
         ax.axvline(device_memory / 2**30, color="black", linewidth=2, label="GPU memory")
     ax.set_yticks([])
     ax.set_xlabel("GiB")
-    ax.set_title(describe(result), fontsize=9)
+    ax.set_title(describe(result), fontsize=9, parse_math=False)  # a name's $: not mathtext
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=4)
     fig.savefig(path, dpi=120, bbox_inches="tight")
 
@@ -105,6 +105,7 @@ def save_sweep(
         )
     ax.set_xlabel(f"device peak (reserved + context), {unit}")
     ax.set_ylabel("samples/s")
-    ax.set_title(f"{rec.best.spec.model.name if rec.best else ''} sweep for {target.name}")
+    title = f"{rec.best.spec.model.name if rec.best else ''} sweep for {target.name}"
+    ax.set_title(title, parse_math=False)  # a name's $...$ is not mathtext
     ax.legend(fontsize=8, loc="lower right")
     fig.savefig(file, format=fmt, dpi=120, bbox_inches="tight")

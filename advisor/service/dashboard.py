@@ -136,8 +136,10 @@ def memory_bar(memory: Memory, device_memory: int | None) -> Bar:
 
 
 def as_html(*renderables: RenderableType) -> str:
-    """What the terminal shows, as HTML with its colours inline."""
-    console = Console(record=True, width=120, file=io.StringIO(), color_system="truecolor")
+    """What the terminal shows, as HTML with its colours inline. Names are text, never markup:
+    rich writes a link's target into the HTML as it is (issue 30: javascript: URLs)."""
+    console = Console(record=True, width=120, file=io.StringIO(), color_system="truecolor",
+                      markup=False)  # fmt: skip
     for renderable in renderables:
         console.print(renderable)
     return console.export_html(inline_styles=True, code_format='<pre class="rich">{code}</pre>')
