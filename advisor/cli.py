@@ -12,7 +12,15 @@ import typer
 from rich.text import Text
 
 from advisor import extras
-from advisor.console import JsonFlag, Overrides, err, fail, out, prints_to_stderr
+from advisor.console import (
+    JsonFlag,
+    Overrides,
+    err,
+    fail,
+    out,
+    prints_to_stderr,
+    replace_unencodable,
+)
 from advisor.errors import AdvisorError, EstimateError, StoreError
 from advisor.history_cli import history_commands
 from advisor.recommendation import Against
@@ -244,6 +252,7 @@ def _terminated(signum: int, frame: object) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _terminated)
+    replace_unencodable()
     try:
         app()
     except AdvisorError as error:

@@ -5,6 +5,7 @@ mistake gets instead of a traceback."""
 from __future__ import annotations
 
 import contextlib
+import io
 import sys
 from collections.abc import Iterator
 from typing import Annotated, NoReturn
@@ -27,6 +28,15 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON to stdout ins
 def fail(message: str, code: int = 2) -> NoReturn:
     err.print(f"advisor: {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def replace_unencodable() -> None:
+    """A stream whose encoding cannot say what advisor prints (≤, █, a name's own letters;
+    PYTHONIOENCODING=ascii, a legacy code page) gets ? in its place, not a UnicodeEncodeError
+    after the work is done."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")
 
 
 @contextlib.contextmanager
