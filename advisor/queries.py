@@ -197,4 +197,9 @@ def _utc(text: str | None, key: str) -> datetime.datetime | None:
             f"{key} must be an ISO date or time (2026-12-01, 2026-12-01T14:00): {text!r}"
         ) from None
     # in UTC: SQLite compares the stored UTC times with the text of this one, without its zone
-    return when.astimezone(datetime.UTC) if when.tzinfo else when.replace(tzinfo=datetime.UTC)
+    try:
+        return when.astimezone(datetime.UTC) if when.tzinfo else when.replace(tzinfo=datetime.UTC)
+    except OverflowError:  # (9999-12-31T23:59:59-01:00 is in the year 10000 in UTC)
+        raise ConfigError(
+            f"{key} must be a time in the years 1 to 9999 in UTC, got {text!r}"
+        ) from None

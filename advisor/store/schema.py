@@ -1,13 +1,16 @@
 """Opening the results database: the engine, the schema brought to the newest migration (safely
-when several processes create one database at once), and what a database that cannot be used
-is told as: locked, damaged, read-only, or written by a newer advisor, each in one line."""
+when several processes create one database at once), a reader's opening that cannot write, and
+what a database that cannot be used is told as: locked, damaged, read-only, written by a newer
+advisor, or not advisor's at all, each in one line."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError
 
@@ -15,7 +18,7 @@ if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
     from alembic.script import ScriptDirectory
 
-from advisor.errors import StoreError, first_line
+from advisor.errors import ConfigError, StoreError, first_line
 from advisor.paths import MIGRATIONS
 from advisor.version import version
 
@@ -25,6 +28,11 @@ _SCHEMA_LOCK = 0x61647669  # "advi"
 # The newest migration in MIGRATIONS (a test holds them equal). A database at it is opened
 # without importing alembic, which takes 100-200 ms: most of what `advisor history` waited for.
 HEAD = "0008"
+ADVISORS = {"alembic_version", "trials"}  # the tables that make a database advisor's
+
+
+class OlderSchema(StoreError):
+    """An advisor database at an older migration, opened by a reader that must not upgrade it."""
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -41,16 +49,21 @@ def engine_for(url: str, read_only: bool = False) -> Engine:
     """An engine for the URL. SQLite: WAL (readers never block the writer), foreign keys, and
     transactions that SQLAlchemy begins itself (pysqlite's own leave DDL outside them, so two
     processes creating one database raced: "table alembic_version already exists", or
-    "table environments already exists"). read_only: the file is left as it is (not switched
-    to WAL, its folder not made)."""
+    "table environments already exists"). read_only: the file is opened so that it cannot be
+    written (read_only_connection): not switched to WAL, not made where it is missing, nor its
+    folder."""
     parsed = make_url(url)
     if parsed.drivername == "postgresql":  # psycopg 3 (advisor[postgres]), not psycopg2
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() != "sqlite":
         return create_engine(parsed)
-    if (file := sqlite_file(url)) is not None and not read_only:
-        file.parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
+    file = sqlite_file(url)
+    if file is not None and read_only:
+        engine = create_engine(url, creator=lambda: read_only_connection(file))
+    else:
+        if file is not None:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
 
     @event.listens_for(engine, "connect")
     def _pragmas(connection: Any, _: Any) -> None:
@@ -68,6 +81,34 @@ def engine_for(url: str, read_only: bool = False) -> Engine:
         connection.exec_driver_sql(f"BEGIN {connection.get_execution_options().get('begin', '')}")
 
     return engine
+
+
+def read_only_connection(file: Path) -> sqlite3.Connection:
+    """A connection to a SQLite file that cannot write it, nor create it (mode=ro). A WAL
+    database in a folder that cannot be written (a read-only mount) cannot be opened so: its
+    shared-memory file cannot be made there. It is then opened immutable, SQLite's way to read
+    such a file: as the file is, without locks (no writer can use that mount either)."""
+
+    def connect(mode: str) -> sqlite3.Connection:
+        uri = f"file:{quote(str(file.absolute()))}?{mode}"
+        return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+
+    connection = connect("mode=ro")
+    try:
+        connection.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # (opened at the first read)
+    except sqlite3.OperationalError as error:
+        connection.close()
+        if error.sqlite_errorname != "SQLITE_CANTOPEN" or not file.is_file():
+            raise
+        return connect("immutable=1")
+    return connection
+
+
+def not_advisors(engine: Engine) -> list[str] | None:
+    """The tables of a database that is not advisor's (none for an empty one), sorted; None for
+    advisor's own. Only read: another application's file is said to be so, not changed."""
+    tables = inspect(engine).get_table_names()
+    return None if set(tables) >= ADVISORS else sorted(tables)
 
 
 def upgrade(engine: Engine) -> None:
@@ -96,15 +137,27 @@ def upgrade(engine: Engine) -> None:
 
 
 def require_current(engine: Engine) -> None:
-    """For a reader that must not write: StoreError unless the schema is the newest (an empty
-    database, or an older schema, would need writing)."""
+    """For a reader that must not write: ConfigError for a database that is not advisor's (an
+    empty one too), StoreError for one of a newer advisor, OlderSchema for an older schema."""
     if _stamped(engine) == HEAD:
         return
+    where = shown(str(engine.url))
+    if (tables := not_advisors(engine)) is not None:
+        if not tables:
+            raise ConfigError(
+                f"the database {where} holds no advisor results (it has no "
+                "tables); measure a trial first, or name one with db_url="
+            )
+        listed = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        raise ConfigError(
+            f"the database {where} is not an advisor results database (its "
+            f"tables: {listed}); it is left as it is: name advisor's with db_url="
+        )
     _, script = _migrations()
     with engine.connect() as connection:
         current = _current(connection, script)
     if current != script.get_current_head():
-        raise StoreError(
+        raise OlderSchema(
             f"the results database {shown(str(engine.url))} is at schema {current or 'none'}, "
             f"not {script.get_current_head()}, and is only read here: open it once with "
             "advisor history to upgrade it"

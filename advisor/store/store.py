@@ -51,15 +51,32 @@ def study_url() -> str:
 
 
 def existing(url: str | None, read_only: bool = False) -> Store:
-    """The results database for a verb that only reads: a SQLite file that is not there is a
-    ConfigError, not a new empty database (a mistyped db_url= left one behind)."""
+    """The results database for a verb that only reads. It is opened read-only first, so that
+    a database that is not advisor's (another application's file, an empty one) is said to be
+    so and left as it was, and a read-only one (a WAL file on a read-only mount too) is read. A
+    SQLite file that is not there is a ConfigError, not a new empty database (a mistyped db_url=
+    left one behind). Unless read_only: advisor's own database of an older schema is upgraded,
+    and what the spool kept for it stored, as any opening does where it can write."""
     url = url or default_url()
     file = schema.sqlite_file(url) if url.startswith("sqlite") else None
     if file is not None and not file.is_file():
         raise ConfigError(
             f"no results database at {file}; measure a trial first, or name one with db_url="
         )
-    return Store(url, read_only)
+    try:
+        reader = Store(url, read_only=True)
+    except schema.OlderSchema:
+        if read_only:
+            raise
+        return Store(url)
+    if read_only or not spool.pending(url):
+        return reader
+    try:
+        writer = Store(url)
+    except StoreError:  # (a read-only database: its spooled trials wait for a writable opening)
+        return reader
+    reader.engine.dispose()
+    return writer
 
 
 class Store:
