@@ -16,7 +16,7 @@ from advisor.console import JsonFlag, Overrides, err, fail, only_db_url, out
 from advisor.report import tables
 from advisor.result import TrialResult
 from advisor.store import schema, transfer
-from advisor.store.store import Store, existing
+from advisor.store.store import existing
 
 history_commands = typer.Typer()
 
@@ -76,8 +76,7 @@ def import_command(source: str, options: Overrides = None) -> None:
     advisor import h200.json [db_url=URL]
     advisor import other/advisor.sqlite
     """
-    store = Store(only_db_url(options))
-    stored, skipped = transfer.import_into(store, source)
+    stored, skipped = transfer.import_into(source, only_db_url(options))
     err.print(f"{stored} trial(s) stored, {skipped} already here", highlight=False)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from advisor.errors import error_line
 from advisor.result import (
     Environment,
     Status,
@@ -41,8 +42,12 @@ def from_record(record: dict[str, Any]) -> TrialResult:
     """The trial a record holds; KeyError, ValueError or TypeError for one that is not."""
     memory, throughput, failure = record["memory"], record["throughput"], record["failure"]
     environment = record["environment"]
+    try:
+        spec = TrialSpec.from_json(record["spec"])
+    except (KeyError, ValueError, TypeError) as error:  # (a KeyError alone would say 'model')
+        raise ValueError(f"spec is not a trial's setting ({error_line(error)})") from None
     return TrialResult(
-        spec=TrialSpec.from_json(record["spec"]),
+        spec=spec,
         status=Status(record["status"]),
         environment=None if environment is None else Environment(**environment),
         memory=None if memory is None else memory_from_dict(memory),

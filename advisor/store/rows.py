@@ -105,3 +105,14 @@ def trial_of(row: RowMapping, environment: Environment | None) -> TrialResult:
 def utc(when: datetime.datetime) -> datetime.datetime:
     """SQLite hands back naive datetimes; they were stored as UTC."""
     return when if when.tzinfo is not None else when.replace(tzinfo=datetime.UTC)
+
+
+def moment(created_at: str) -> datetime.datetime:
+    """When a trial was measured, from its ISO text, in UTC: a time that names no zone is UTC
+    (as history's since= reads one). SQLite keeps a time's clock reading without its zone, so
+    12:00+02:00 was stored as 12:00, two hours late, and not found again by the next import.
+    ValueError for text that is no such time, or one past the calendar in UTC."""
+    try:
+        return utc(datetime.datetime.fromisoformat(created_at)).astimezone(datetime.UTC)
+    except OverflowError:
+        raise ValueError(f"{created_at!r} is past the calendar in UTC") from None

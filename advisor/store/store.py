@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -160,7 +159,7 @@ class Store:
         self, result: TrialResult, sweep_id: int | None, repeat: bool = False
     ) -> TrialResult:
         assert result.created_at is not None
-        created = datetime.datetime.fromisoformat(result.created_at)
+        created = rows.moment(result.created_at)
         with self._session.begin() as session:
             row = rows.trial_row(result, created)
             if result.environment is not None:
@@ -171,36 +170,6 @@ class Store:
             if sweep_id is not None:
                 link_trial(session, sweep_id, trial_id, reused=False, repeat=repeat)
         return dataclasses.replace(result, id=trial_id)
-
-    def add_new(self, results: Iterable[TrialResult], chunk: int = 1000) -> tuple[int, int]:
-        """Store the trials not stored yet (one is its spec measured at a moment), a chunk per
-        transaction: (stored, already here). An import of 100k trials is a hundred
-        transactions, not 100k."""
-        stored = skipped = 0
-        trials = iter(results)
-        while part := list(itertools.islice(trials, chunk)):
-            with self._session.begin() as session:
-                hashes = {r.spec.hash for r in part}
-                query = select(TrialRow.spec_hash, TrialRow.created_at).where(
-                    TrialRow.spec_hash.in_(hashes)
-                )
-                here = {(h, rows.utc(when)) for h, when in session.execute(query)}
-                environments: dict[Environment, EnvironmentRow] = {}
-                for result in part:
-                    assert result.created_at is not None
-                    created = datetime.datetime.fromisoformat(result.created_at)
-                    if (result.spec.hash, created) in here:
-                        skipped += 1
-                        continue
-                    here.add((result.spec.hash, created))
-                    row = rows.trial_row(result, created)
-                    if (env := result.environment) is not None:
-                        if env not in environments:
-                            environments[env] = rows.environment_row(session, env)
-                        row.environment = environments[env]
-                    session.add(row)
-                    stored += 1
-        return stored, skipped
 
     def _store_spooled(self) -> int:
         """Store what the spool kept for this database (once: a trial already stored, the same
@@ -225,7 +194,7 @@ class Store:
         assert result.created_at is not None
         query = select(TrialRow.id).where(
             TrialRow.spec_hash == result.spec.hash,
-            TrialRow.created_at == datetime.datetime.fromisoformat(result.created_at),
+            TrialRow.created_at == rows.moment(result.created_at),
         )
         with self._session() as session:
             return session.scalar(query) is not None

@@ -1,0 +1,104 @@
+"""A trial checked before it is stored from elsewhere (an import): every field of the type its
+dataclass declares, every number finite, none below 0 and none past what the database holds,
+text no longer than its column, and when it was measured an ISO time, made UTC. SQLite keeps
+any value in any column: an export's `wall_s: "fast"` or 1e309 was stored as it came and later
+printed as Infinity in --json, or failed the import halfway in a traceback."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import math
+import types
+import typing
+from typing import Any
+
+from advisor.result import TrialResult
+from advisor.store import rows
+from advisor.store.tables import EnvironmentRow, TrialRow
+
+LARGEST_INTEGER = 2**63 - 1  # SQL's BIGINT
+
+
+def checked(result: TrialResult) -> TrialResult:
+    """The trial, its created_at in UTC; ValueError naming the first field that is wrong and
+    how (`memory.params_bytes is -1, not a whole number from 0 to 2**63-1`)."""
+    when = result.created_at
+    try:
+        created = rows.moment(when) if isinstance(when, str) else None
+    except ValueError:
+        created = None
+    if created is None:
+        raise ValueError(
+            f"created_at is {when!r}, not an ISO time in the years 1 to 9999 "
+            "(2026-12-01T14:00:00+00:00)"
+        )
+    _check(result, TrialResult, "")
+    _fits(TrialRow, vars(rows.trial_row(result, created)))
+    if result.environment is not None:
+        _fits(EnvironmentRow, dataclasses.asdict(result.environment))
+    return dataclasses.replace(result, created_at=created.isoformat())
+
+
+def _check(value: Any, hint: Any, name: str) -> None:
+    """ValueError unless value is of the type hint: a dataclass field by field, X | None, a
+    tuple, an Enum, bool, int, float or str (the types of a trial's fields)."""
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        if value is None and type(None) in typing.get_args(hint):
+            return
+        [hint] = [h for h in typing.get_args(hint) if h is not type(None)]  # (all are X | None)
+    shown = f"{name or 'the trial'} is {value!r}"
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, hint):  # type: ignore[arg-type]
+            raise ValueError(f"{shown}, not a {hint.__name__}")  # type: ignore[union-attr]
+        for field, inner in _hints(hint).items():  # type: ignore[arg-type]
+            _check(getattr(value, field), inner, f"{name}.{field}" if name else field)
+    elif typing.get_origin(hint) is tuple:
+        inner = typing.get_args(hint)
+        if not isinstance(value, tuple):
+            raise ValueError(f"{shown}, not a list")
+        each = [inner[0]] * len(value) if inner[-1] is Ellipsis else list(inner)
+        if len(each) != len(value):
+            raise ValueError(f"{shown}, not a list of {len(each)}")
+        for i, (item, item_hint) in enumerate(zip(value, each, strict=True)):
+            _check(item, item_hint, f"{name}[{i}]")
+    elif isinstance(hint, type) and issubclass(hint, enum.Enum):
+        if not isinstance(value, hint):
+            raise ValueError(f"{shown}, not one of {', '.join(str(e.value) for e in hint)}")
+    elif hint is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{shown}, not true or false")
+    elif hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{shown}, not a whole number")
+        if not 0 <= value <= LARGEST_INTEGER:
+            raise ValueError(f"{shown}, not a whole number from 0 to 2**63-1")
+    elif hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{shown}, not a number")
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{shown}, not a finite number of 0 or more")
+    elif hint is str:
+        if not isinstance(value, str):
+            raise ValueError(f"{shown}, not text")
+    else:  # a field of a type added since: check it here
+        raise TypeError(f"{name}: no check for a field of type {hint}")
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A dataclass's fields and their types (the annotations are text until resolved)."""
+    hints = typing.get_type_hints(cls)
+    return {field.name: hints[field.name] for field in dataclasses.fields(cls)}
+
+
+def _fits(table: Any, values: dict[str, Any]) -> None:
+    """ValueError for text longer than its column of the table (PostgreSQL refuses it)."""
+    for column in table.__table__.columns:
+        value, length = values.get(column.key), getattr(column.type, "length", None)
+        if length is not None and isinstance(value, str) and len(value) > length:
+            raise ValueError(
+                f"{column.key} is {len(value)} characters long, more than the "
+                f"{length} that the database keeps"
+            )
