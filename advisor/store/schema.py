@@ -6,6 +6,7 @@ advisor, or not advisor's at all, each in one line."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -29,6 +30,7 @@ _SCHEMA_LOCK = 0x61647669  # "advi"
 # without importing alembic, which takes 100-200 ms: most of what `advisor history` waited for.
 HEAD = "0008"
 ADVISORS = {"alembic_version", "trials"}  # the tables that make a database advisor's
+READ_ELSEWHERE = "measure a trial first, or name advisor's database with db_url="
 
 
 class OlderSchema(StoreError):
@@ -83,16 +85,23 @@ def engine_for(url: str, read_only: bool = False) -> Engine:
     return engine
 
 
-def read_only_connection(file: Path) -> sqlite3.Connection:
+def read_only_connection(file: Path, once: bool = False) -> sqlite3.Connection:
     """A connection to a SQLite file that cannot write it, nor create it (mode=ro). A WAL
     database in a folder that cannot be written (a read-only mount) cannot be opened so: its
     shared-memory file cannot be made there. It is then opened immutable, SQLite's way to read
-    such a file: as the file is, without locks (no writer can use that mount either)."""
+    such a file: as the file is, without locks (no writer can use that mount either).
+
+    once: for one read of the file as it is now (what it holds, an import's copy), not for a
+    reader that must see what is written later (the server). A WAL database that no process has
+    open (no -wal beside it: all it holds is in the file) is then read immutable too, where
+    mode=ro would leave an empty -wal and -shm beside it."""
 
     def connect(mode: str) -> sqlite3.Connection:
         uri = f"file:{quote(str(file.absolute()))}?{mode}"
         return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
 
+    if once and _in_wal(file) and not file.with_name(f"{file.name}-wal").exists():
+        return connect("immutable=1")
     connection = connect("mode=ro")
     try:
         connection.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # (opened at the first read)
@@ -104,11 +113,35 @@ def read_only_connection(file: Path) -> sqlite3.Connection:
     return connection
 
 
-def not_advisors(engine: Engine) -> list[str] | None:
-    """The tables of a database that is not advisor's (none for an empty one), sorted; None for
-    advisor's own. Only read: another application's file is said to be so, not changed."""
-    tables = inspect(engine).get_table_names()
-    return None if set(tables) >= ADVISORS else sorted(tables)
+def _in_wal(file: Path) -> bool:
+    """Whether a SQLite file's header says WAL (bytes 18 and 19 are 2; 1 for a rollback journal)."""
+    try:
+        with file.open("rb") as opened:
+            return opened.read(20)[18:20] == b"\x02\x02"
+    except OSError:
+        return False
+
+
+def tables_of(file: Path) -> list[str]:
+    """The tables a SQLite file holds, read once, leaving nothing beside it
+    (read_only_connection's once); sqlite3.Error for a file that is no database."""
+    with closing(read_only_connection(file, once=True)) as connection:
+        found = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return sorted(name for (name,) in found)
+
+
+def require_advisors(tables: list[str], what: str, todo: str) -> None:
+    """ConfigError unless these are an advisor database's tables: another application's
+    database, or an empty one, is said to be so (`what`: how it is named) and left as it is."""
+    if set(tables) >= ADVISORS:
+        return
+    if not tables:
+        raise ConfigError(f"{what} holds no advisor results (it has no tables); {todo}")
+    listed = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+    raise ConfigError(
+        f"{what} is not an advisor results database (its tables: {listed}); it "
+        f"is left as it is: {todo}"
+    )
 
 
 def upgrade(engine: Engine) -> None:
@@ -141,18 +174,8 @@ def require_current(engine: Engine) -> None:
     empty one too), StoreError for one of a newer advisor, OlderSchema for an older schema."""
     if _stamped(engine) == HEAD:
         return
-    where = shown(str(engine.url))
-    if (tables := not_advisors(engine)) is not None:
-        if not tables:
-            raise ConfigError(
-                f"the database {where} holds no advisor results (it has no "
-                "tables); measure a trial first, or name one with db_url="
-            )
-        listed = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
-        raise ConfigError(
-            f"the database {where} is not an advisor results database (its "
-            f"tables: {listed}); it is left as it is: name advisor's with db_url="
-        )
+    tables = inspect(engine).get_table_names()
+    require_advisors(tables, f"the database {shown(str(engine.url))}", READ_ELSEWHERE)
     _, script = _migrations()
     with engine.connect() as connection:
         current = _current(connection, script)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -62,6 +63,12 @@ def existing(url: str | None, read_only: bool = False) -> Store:
         raise ConfigError(
             f"no results database at {file}; measure a trial first, or name one with db_url="
         )
+    if file is not None:  # (read once: a -wal and -shm are not left beside another's file)
+        try:
+            tables = schema.tables_of(file)
+        except sqlite3.Error as error:
+            raise schema.why_unusable(url, error) from None
+        schema.require_advisors(tables, f"the database {schema.shown(url)}", schema.READ_ELSEWHERE)
     try:
         reader = Store(url, read_only=True)
     except schema.OlderSchema:

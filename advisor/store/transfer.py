@@ -181,14 +181,17 @@ def _trials_of(source: str) -> list[TrialResult]:
 
 def _from_sqlite(path: Path) -> list[TrialResult]:
     """The trials of an advisor SQLite database, read from a copy (opening a database of an
-    older schema upgrades it: the copy is, the source is not). The source is opened read-only
-    and copied by sqlite3's backup (the file alone can miss what its write-ahead log holds)."""
+    older schema upgrades it: the copy is, the source is not). The source is read once, as it
+    is (schema.read_only_connection's once), and copied by sqlite3's backup (the file alone can
+    miss what its write-ahead log holds)."""
     with tempfile.TemporaryDirectory() as folder:
-        copy = f"sqlite:///{Path(folder) / 'source.sqlite'}"
+        copy = Path(folder) / "source.sqlite"
         try:
+            todo = "import takes an export (.json) or advisor's database"
+            schema.require_advisors(schema.tables_of(path), str(path), todo)
             with (
-                closing(schema.read_only_connection(path)) as source,
-                closing(sqlite3.connect(copy.removeprefix("sqlite:///"))) as target,
+                closing(schema.read_only_connection(path, once=True)) as source,
+                closing(sqlite3.connect(copy)) as target,
             ):
                 source.backup(target)
         except sqlite3.Error as error:
@@ -196,16 +199,7 @@ def _from_sqlite(path: Path) -> list[TrialResult]:
                 f"{path}: cannot be read as a SQLite database ({error}); import "
                 "takes an export (.json) or a database"
             ) from None
-        engine = schema.engine_for(copy, read_only=True)
-        tables = schema.not_advisors(engine)
-        engine.dispose()
-        if tables is not None:
-            held = f"its tables: {', '.join(tables[:5])}" if tables else "it has no tables"
-            raise ConfigError(
-                f"{path} is not an advisor results database ({held}); import "
-                "takes an export (.json) or advisor's database"
-            )
-        store = Store(copy)
+        store = Store(f"sqlite:///{copy}")
         try:
             return store.trials()
         finally:

@@ -34,14 +34,16 @@ def files_of(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
 
 
-def another_apps_database(folder: Path) -> Path:
-    """A SQLite file of another application, in its own journal mode."""
+def another_apps_database(folder: Path, journal: str = "delete") -> Path:
+    """A SQLite file of another application, in its own journal mode, closed."""
     folder.mkdir(exist_ok=True)
     path = folder / "notes.sqlite"
     with sqlite3.connect(path) as connection:
+        connection.execute(f"PRAGMA journal_mode={journal}")
         connection.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
         connection.execute("INSERT INTO notes (text) VALUES ('mine')")
     connection.close()
+    assert [p.name for p in folder.iterdir()] == ["notes.sqlite"]
     return path
 
 
@@ -62,15 +64,16 @@ def journal_mode(path: Path) -> str:
     return {1: "delete", 2: "wal"}[path.read_bytes()[18]]
 
 
-def test_reading_another_apps_database_says_so_and_leaves_it(tmp_path):
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_reading_another_apps_database_says_so_and_leaves_it(tmp_path, journal):
     """`advisor history db_url=<another app's file>` added advisor's six tables to it and
-    switched it to WAL."""
-    theirs = another_apps_database(tmp_path / "theirs")
+    switched it to WAL; nor is a -wal or -shm file left beside it."""
+    theirs = another_apps_database(tmp_path / "theirs", journal)
     before = files_of(theirs.parent)
     for verb in READING:
         said = one_line(advisor(*verb, f"db_url=sqlite:///{theirs}"), 2)
         assert "is not an advisor results database" in said and "notes" in said, said
-    assert files_of(theirs.parent) == before and journal_mode(theirs) == "delete"
+    assert files_of(theirs.parent) == before and journal_mode(theirs) == journal
     from advisor import history
 
     with pytest.raises(ConfigError, match="is not an advisor results database"):

@@ -131,10 +131,22 @@ def an_older_database(folder: Path) -> Path:
     return Path(shutil.copy(SCHEMAS / "0005.sqlite", folder / "old.sqlite"))
 
 
+def a_current_database(folder: Path) -> Path:
+    """An advisor database as advisor leaves it: the newest schema, in WAL, closed."""
+    folder.mkdir()
+    path = folder / "advisor.sqlite"
+    assert advisor("import", str(write_export(folder.parent / "3.json", records(3))),
+                   db_url=f"sqlite:///{path}").returncode == 0  # fmt: skip
+    assert path.read_bytes()[18] == 2 and [p.name for p in folder.iterdir()] == [path.name]
+    return path
+
+
 @pytest.mark.parametrize("as_url", [False, True], ids=["path", "url"])
-def test_an_import_never_writes_to_its_source(db_url, tmp_path, as_url):
-    """`advisor import sqlite:///other.sqlite` upgraded its source and switched it to WAL."""
-    source = an_older_database(tmp_path / "theirs")
+@pytest.mark.parametrize("made", [an_older_database, a_current_database], ids=["0005", "head"])
+def test_an_import_never_writes_to_its_source(db_url, tmp_path, as_url, made):
+    """`advisor import sqlite:///other.sqlite` upgraded its source and switched it to WAL; a
+    WAL source had a -wal and a -shm file left beside it."""
+    source = made(tmp_path / "theirs")
     before = files_of(source.parent)
     name = f"sqlite:///{source}" if as_url else str(source)
     done = advisor("import", name, db_url=db_url)
@@ -143,8 +155,9 @@ def test_an_import_never_writes_to_its_source(db_url, tmp_path, as_url):
 
 
 @pytest.mark.parametrize("as_url", [False, True], ids=["path", "url"])
-def test_importing_another_apps_database_says_so_and_leaves_it(db_url, tmp_path, as_url):
-    source = another_apps_database(tmp_path / "theirs")
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_importing_another_apps_database_says_so_and_leaves_it(db_url, tmp_path, as_url, journal):
+    source = another_apps_database(tmp_path / "theirs", journal)
     before = files_of(source.parent)
     name = f"sqlite:///{source}" if as_url else str(source)
     said = one_line(advisor("import", name, db_url=db_url), 2)
