@@ -19,7 +19,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from sqlalchemy import select, text
+from sqlalchemy import insert, select, text
 from sqlalchemy.exc import ArgumentError
 
 from advisor import extras
@@ -28,7 +28,7 @@ from advisor.result import Environment, TrialResult
 from advisor.store import rows, schema
 from advisor.store.records import from_record, to_record
 from advisor.store.store import READ_CHUNK, Store
-from advisor.store.tables import EnvironmentRow, TrialRow
+from advisor.store.tables import TrialRow
 from advisor.store.validation import checked
 
 FORMAT = "advisor-trials"  # what an export says it is
@@ -125,7 +125,7 @@ def _store_new(store: Store, results: list[TrialResult]) -> tuple[int, int]:
     none; begun IMMEDIATE (on PostgreSQL, under an advisory lock), so that an import beside it
     waits for it and then finds its trials here, rather than failing ("database is locked") or
     storing them twice."""
-    stored = skipped = 0
+    skipped = 0
     with store.reading_then_writing.begin() as session:
         if store.engine.dialect.name == "postgresql":
             session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _IMPORT_LOCK})
@@ -136,7 +136,8 @@ def _store_new(store: Store, results: list[TrialResult]) -> tuple[int, int]:
                 TrialRow.spec_hash.in_(hashes[start : start + READ_CHUNK])
             )
             here |= {(h, rows.utc(when)) for h, when in session.execute(query)}
-        environments: dict[Environment, EnvironmentRow] = {}
+        environments: dict[Environment, int] = {}
+        new: list[dict[str, object]] = []
         for result in results:
             assert result.created_at is not None
             created = rows.moment(result.created_at)
@@ -144,13 +145,16 @@ def _store_new(store: Store, results: list[TrialResult]) -> tuple[int, int]:
                 skipped += 1
                 continue
             here.add((result.spec.hash, created))
-            row = rows.trial_row(result, created)
-            if (env := result.environment) is not None:
-                if env not in environments:
-                    environments[env] = rows.environment_row(session, env)
-                row.environment = environments[env]
-            session.add(row)
-            stored += 1
+            if (env := result.environment) is not None and env not in environments:
+                row = rows.environment_row(session, env)
+                session.add(row)
+                session.flush()
+                environments[env] = row.id
+            environment = None if env is None else environments[env]
+            new.append({**rows.trial_columns(result, created), "environment_id": environment})
+        if new:
+            session.execute(insert(TrialRow), new)
+        stored = len(new)
     return stored, skipped
 
 

@@ -12,9 +12,10 @@ import functools
 import math
 import types
 import typing
-from typing import Any
+from typing import Any, NoReturn
 
-from advisor.result import TrialResult
+from advisor.result import Environment, TrialResult
+from advisor.spec import TrialSpec
 from advisor.store import rows
 from advisor.store.tables import EnvironmentRow, TrialRow
 
@@ -35,55 +36,89 @@ def checked(result: TrialResult) -> TrialResult:
             "(2026-12-01T14:00:00+00:00)"
         )
     _check(result, TrialResult, "")
-    _fits(TrialRow, vars(rows.trial_row(result, created)))
-    if result.environment is not None:
-        _fits(EnvironmentRow, dataclasses.asdict(result.environment))
     return dataclasses.replace(result, created_at=created.isoformat())
 
 
 def _check(value: Any, hint: Any, name: str) -> None:
     """ValueError unless value is of the type hint: a dataclass field by field, X | None, a
     tuple, an Enum, bool, int, float or str (the types of a trial's fields)."""
-    if typing.get_origin(hint) in (types.UnionType, typing.Union):
-        if value is None and type(None) in typing.get_args(hint):
-            return
-        [hint] = [h for h in typing.get_args(hint) if h is not type(None)]  # (all are X | None)
-    shown = f"{name or 'the trial'} is {value!r}"
-    if dataclasses.is_dataclass(hint):
+    nullable, hint, origin = _plan(hint)
+    if value is None and nullable:
+        return
+    if hint in (TrialSpec, Environment) and isinstance(value, hint) and _hashable(value):
+        _shared_checked(value, name)  # (once for each: an import's trials share a few)
+    elif dataclasses.is_dataclass(hint):
         if not isinstance(value, hint):  # type: ignore[arg-type]
-            raise ValueError(f"{shown}, not a {hint.__name__}")  # type: ignore[union-attr]
+            _wrong(value, name, f"a {hint.__name__}")  # type: ignore[union-attr]
         for field, inner in _hints(hint).items():  # type: ignore[arg-type]
             _check(getattr(value, field), inner, f"{name}.{field}" if name else field)
-    elif typing.get_origin(hint) is tuple:
+    elif origin is tuple:
         inner = typing.get_args(hint)
         if not isinstance(value, tuple):
-            raise ValueError(f"{shown}, not a list")
+            _wrong(value, name, "a list")
         each = [inner[0]] * len(value) if inner[-1] is Ellipsis else list(inner)
         if len(each) != len(value):
-            raise ValueError(f"{shown}, not a list of {len(each)}")
+            _wrong(value, name, f"a list of {len(each)}")
         for i, (item, item_hint) in enumerate(zip(value, each, strict=True)):
             _check(item, item_hint, f"{name}[{i}]")
     elif isinstance(hint, type) and issubclass(hint, enum.Enum):
         if not isinstance(value, hint):
-            raise ValueError(f"{shown}, not one of {', '.join(str(e.value) for e in hint)}")
+            _wrong(value, name, f"one of {', '.join(str(e.value) for e in hint)}")
     elif hint is bool:
         if not isinstance(value, bool):
-            raise ValueError(f"{shown}, not true or false")
+            _wrong(value, name, "true or false")
     elif hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{shown}, not a whole number")
+            _wrong(value, name, "a whole number")
         if not 0 <= value <= LARGEST_INTEGER:
-            raise ValueError(f"{shown}, not a whole number from 0 to 2**63-1")
+            _wrong(value, name, "a whole number from 0 to 2**63-1")
     elif hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"{shown}, not a number")
+            _wrong(value, name, "a number")
         if not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"{shown}, not a finite number of 0 or more")
+            _wrong(value, name, "a finite number of 0 or more")
     elif hint is str:
         if not isinstance(value, str):
-            raise ValueError(f"{shown}, not text")
+            _wrong(value, name, "text")
     else:  # a field of a type added since: check it here
         raise TypeError(f"{name}: no check for a field of type {hint}")
+
+
+def _wrong(value: Any, name: str, wanted: str) -> NoReturn:
+    raise ValueError(f"{name or 'the trial'} is {value!r}, not {wanted}")
+
+
+@functools.cache
+def _plan(hint: Any) -> tuple[bool, Any, Any]:
+    """A type hint as (whether None is allowed, the type, its origin): X | None is (True, X)."""
+    nullable = False
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        nullable = type(None) in typing.get_args(hint)
+        [hint] = [h for h in typing.get_args(hint) if h is not type(None)]  # (all are X | None)
+    return nullable, hint, typing.get_origin(hint)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_checked(value: TrialSpec | Environment, name: str) -> None:
+    """A spec or an environment checked field by field, and its text against its columns
+    (PostgreSQL refuses text longer than a column); once for each (they are frozen)."""
+    cls: type = type(value)
+    for field, inner in _hints(cls).items():
+        _check(getattr(value, field), inner, f"{name}.{field}")
+    if isinstance(value, TrialSpec):
+        _fits(TrialRow, rows.spec_columns(value))
+    else:
+        _fits(EnvironmentRow, dataclasses.asdict(value))
+
+
+def _hashable(value: Any) -> bool:
+    """Whether a frozen dataclass can be hashed (not where a field holds a list, say: then it
+    is checked field by field, which names that field)."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 @functools.cache
@@ -94,7 +129,8 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def _fits(table: Any, values: dict[str, Any]) -> None:
-    """ValueError for text longer than its column of the table (PostgreSQL refuses it)."""
+    """ValueError for text longer than its column of the table. (A trial's other text columns
+    hold Enum values, or are Text.)"""
     for column in table.__table__.columns:
         value, length = values.get(column.key), getattr(column.type, "length", None)
         if length is not None and isinstance(value, str) and len(value) > length:
