@@ -30,8 +30,8 @@ START = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
 def records(count: int) -> list[dict]:
     """Trials of one spec measured a second apart, as an export holds them."""
     trial = fake_result(SPEC)
-    return [to_record(dataclasses.replace(trial, created_at=(START + datetime.timedelta(
-        seconds=i)).isoformat())) for i in range(count)]  # fmt: skip
+    times = (START + datetime.timedelta(seconds=i) for i in range(count))
+    return [to_record(dataclasses.replace(trial, created_at=t.isoformat())) for t in times]
 
 
 def write_export(path: Path, trials: list[dict]) -> Path:
