@@ -1,8 +1,8 @@
 """Workloads at the edges of what the fake step can run: a builder that reads tensor values (as
 torchvision's RegNet computes its widths), experts multiplied by torch's grouped matmul in fp32
 (as transformers' mixture-of-experts layers are), a forward whose shapes depend on the data,
-LayerDrop's draw (as transformers 5.17's BART, OPT and Whisper make it), and an MLP whose
-compiled backward recomputes what eager's keeps."""
+LayerDrop's draw (as transformers 5.17's BART, OPT and Whisper make it), an MLP whose
+compiled backward recomputes what eager's keeps, and layers to checkpoint."""
 
 import torch
 from torch import nn
@@ -94,3 +94,9 @@ def layer_drop() -> advisor.Workload:
 
 def mlp() -> advisor.Workload:
     return advisor.Workload(name="mlp", model=Mlp, batch=batch)
+
+
+def checkpointed_layers() -> advisor.Workload:
+    return advisor.Workload(
+        name="checkpointed_layers", model=WidthsFromValues, batch=batch, block=Layer
+    )
