@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import unittest.mock
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -89,13 +90,59 @@ def _emulation_never_compiled_alone() -> None:
 
 def _partitioned(gm: fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
     """Inductor's partitioner, after its passes over the joint graph (the random numbers its
-    kernels draw among them), in the fake mode of the graph's inputs, as inductor runs it."""
+    kernels draw among them, the matmuls it pads), in the fake mode of the graph's inputs, as
+    inductor runs it."""
     from torch._guards import detect_fake_mode
     from torch._inductor.compile_fx import partition_fn
     from torch._inductor.virtualized import V
 
-    with V.set_fake_mode(detect_fake_mode(joint_inputs)):
+    with V.set_fake_mode(detect_fake_mode(joint_inputs)), _matmuls_padded_as_on_a_gpu():
         return partition_fn(gm, joint_inputs, **kwargs)
+
+
+# inductor pads a matmul (a padded copy of each operand) where it is compute bound: its
+# arithmetic intensity above half the GPU's FLOPS per byte (the H100/H200's dense bf16, 989
+# TFLOPS over 4.8 TB/s, is 206); its timing decides the rest, which the H200 did in 16 bits
+# (gpt2's logits, 50257 wide: two padded copies of their gradient in backward, the snapshots of
+# experiments/2026-12-03-h200-compiled-snapshots) and not in fp32 (gpt2 in tf32 and torch's
+# default precision needed no padded copy: experiments/2026-12-03-compile-estimate-catalog)
+PADDED_ABOVE_INTENSITY = 206 / 2
+PADDED_DTYPES = (torch.bfloat16, torch.float16)
+
+
+@contextlib.contextmanager
+def _matmuls_padded_as_on_a_gpu() -> Iterator[None]:
+    """inductor's shape padding (torch/_inductor/fx_passes/pad_mm.py) decided as on a GPU: its
+    own pass checks for CUDA tensors and times the kernels, neither of which a fake step has."""
+    try:
+        from torch._inductor.fx_passes import pad_mm
+    except ImportError:  # another torch: its matmuls are counted as they are
+        yield
+        return
+    if not callable(getattr(pad_mm, "should_pad", None)):
+        yield
+        return
+    with unittest.mock.patch.object(pad_mm, "should_pad", _padded_on_a_gpu):
+        yield
+
+
+def _padded_on_a_gpu(
+    match: Any, mat1: torch.Tensor, mat2: torch.Tensor, op: Any, input: Any = None
+) -> bool:
+    if mat1.dtype not in PADDED_DTYPES or mat2.dtype != mat1.dtype:
+        return False
+    shapes = (mat1.shape, mat2.shape)
+    if not all(isinstance(d, int) for shape in shapes for d in shape):
+        return False  # symbolic sizes: inductor pads static ones only
+    if op is torch.ops.aten.bmm:
+        (m, k), n = mat1.shape[1:], mat2.shape[2]
+    elif op in (torch.ops.aten.mm, torch.ops.aten.addmm):
+        (m, k), n = mat1.shape, mat2.shape[1]
+    else:
+        return False
+    if not any(d % 8 and d != 1 for d in (m, k, n)) or 0 in (m, k, n):
+        return False  # aligned already (8 elements of 16 bits)
+    return m * n * k / (m * k + n * k + m * n) > PADDED_ABOVE_INTENSITY
 
 
 def _counting_compiler(

@@ -34,6 +34,7 @@ FUSING = {"aten::cat"}  # kernels that make a buffer of their own and fuse what 
 # inductor's thresholds (torch/_inductor/config.py): a kernel reads at most 8 buffers; a node
 # read by several is computed once where it reads over 4 or computes over 30 operators
 ACCUMULATED_READS, REUSED_READS, REUSED_OPS = 8, 4, 30
+FUSION_WINDOW = 64  # max_fusion_buffer_group_pairwise_attempts: how far apart it fuses
 
 
 def count_buffers(
@@ -61,15 +62,18 @@ def count_buffers(
             if key not in graph.last and key not in graph.returned:
                 free(key)
     for at, node in enumerate(graph.nodes):
-        if node.op != "call_function" or not graph.is_buffer[node]:
+        if node not in graph.kernels:
             continue
-        for key in graph.made[node]:
-            if key in graph.returned:
-                counter.count(graph.tensor(node, key))
-            else:
-                allocated[key] = counter.allocate(graph.storage[key].nbytes())
-        read = graph.buffers_read(node)
-        for key in [*graph.made[node], *sorted(read, key=graph.order.__getitem__)]:
+        kernel = graph.kernels[node]
+        for member in kernel:
+            for key in graph.made[member]:
+                if key in graph.returned:
+                    counter.count(graph.tensor(member, key))
+                else:
+                    allocated[key] = counter.allocate(graph.storage[key].nbytes())
+        made = [key for member in kernel for key in graph.made[member]]
+        read = frozenset().union(*(graph.buffers_read(member) for member in kernel))
+        for key in [*made, *sorted(read, key=graph.order.__getitem__)]:
             if graph.last.get(key, -1) <= at and key not in graph.returned:
                 free(key)
 
@@ -115,11 +119,42 @@ class _Graph:
                 or len(read) > ACCUMULATED_READS
                 or (len(node.users) > 1 and (len(read) > REUSED_READS or ops[node] > REUSED_OPS))
             )
+        self.kernels = self._kernels()
         self.last: dict[int, int] = {}  # a buffer: where its last reader is
         for at, node in enumerate(self.nodes):
-            if node.op == "call_function" and self.is_buffer[node]:
-                for key in self.buffers_read(node):
+            for member in self.kernels.get(node, ()):
+                for key in self.buffers_read(member):
                     self.last[key] = at
+
+    def _kernels(self) -> dict[fx.Node, list[fx.Node]]:
+        """Each kernel by the node where it runs: the node, and the pointwise buffers inductor
+        fuses into it (horizontally: nodes as wide that read a buffer it reads, within its
+        window of 64 nodes, all their inputs made before it). Their buffers are made together:
+        gpt2's two padded copies of its logits' gradient, one for each matmul of backward,
+        were live at once on the H200 (experiments/2026-12-03-h200-compiled-snapshots)."""
+        at = {node: i for i, node in enumerate(self.nodes)}
+        kernels: dict[fx.Node, list[fx.Node]] = {}
+        fused_into: set[fx.Node] = set()
+        for i, node in enumerate(self.nodes):
+            if node.op != "call_function" or not self.is_buffer[node] or node in fused_into:
+                continue
+            kernels[node] = [node]
+            if not _fused(node):
+                continue
+            read = self.buffers_read(node)
+            for later in self.nodes[i + 1 : i + 1 + FUSION_WINDOW]:
+                if (
+                    later.op == "call_function"
+                    and self.is_buffer[later]
+                    and _fused(later)
+                    and later not in fused_into
+                    and _numel(self.env[later]) == _numel(self.env[node])
+                    and self.buffers_read(later) & read
+                    and all(at[self.owner[k]] < i for k in self.buffers_read(later))
+                ):
+                    kernels[node].append(later)
+                    fused_into.add(later)
+        return kernels
 
     def _is_buffer(self, key: int) -> bool:
         return self.is_buffer[self.owner[key]]
@@ -144,6 +179,10 @@ class _Graph:
     def tensor(self, node: fx.Node, key: int) -> torch.Tensor:
         """The node's tensor on the storage."""
         return next(t for t in _tensors(self.env[node]) if id(t.untyped_storage()) == key)
+
+
+def _numel(value: Any) -> int:
+    return sum(t.numel() for t in _tensors(value))
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
