@@ -77,25 +77,29 @@ def test_a_worker_dies_with_its_runner_even_under_kill_9(tmp_path):
     # (not from tests/: the worker's path leaves out the current folder, and builders is there)
     runner = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp_path)
 
-    def workers() -> dict[int, int]:
-        """Every live fork server and trial (advisor.trial.fork_server processes): pid -> parent."""
+    def workers() -> dict[int, tuple[int, bool]]:
+        """Every live fork server and trial (advisor.trial.fork_server processes): pid ->
+        (parent, whether it leads a session of its own, as a trial does)."""
         found = {}
         for entry in Path("/proc").iterdir():
             try:
-                status = (entry / "status").read_text()
+                stat = (entry / "stat").read_text()
                 cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            parent = next(line for line in status.splitlines() if line.startswith("PPid:"))
-            state = next(line for line in status.splitlines() if line.startswith("State:"))
-            if b"advisor.trial.fork_server" in cmdline and "Z" not in state.split()[1]:
-                found[int(entry.name)] = int(parent.split()[1])
+            state, parent, _group, session = stat.rsplit(")", 1)[1].split()[:4]
+            if b"advisor.trial.fork_server" in cmdline and state != "Z":
+                found[int(entry.name)] = (int(parent), int(session) == int(entry.name))
         return found
 
-    def mine() -> set[int]:  # the runner's server and the trial the server forked
+    def mine() -> set[int]:
+        """The runner's server and the trial it forked: not a process the server forks while
+        it starts (a subprocess, between its fork and its exec, has the server's command
+        line: the flake of issue 30, a 'trial' gone within two seconds)."""
         found = workers()
-        servers = {pid for pid, parent in found.items() if parent == runner.pid}
-        return servers | {pid for pid, parent in found.items() if parent in servers}
+        servers = {pid for pid, (parent, _) in found.items() if parent == runner.pid}
+        trials = {pid for pid, (parent, leads) in found.items() if parent in servers and leads}
+        return servers | trials
 
     deadline = time.monotonic() + 60
     while len(started := mine()) < 2 and time.monotonic() < deadline:
