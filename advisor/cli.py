@@ -26,7 +26,6 @@ from advisor.history_cli import history_commands
 from advisor.recommendation import Against
 from advisor.report import estimate_report, plots, sweep_report, tables, terminal
 from advisor.result import Status
-from advisor.spec import Device
 from advisor.store.store import Store
 
 app = typer.Typer(
@@ -73,8 +72,6 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         cfg = verbs.configure(overrides=overrides or [], one_trial=True)
         _check_plot(cfg.plot)
         spec = trial_spec(cfg)
-        if str(cfg.device) == "auto" and spec.device is Device.cpu:
-            err.print("no CUDA GPU here: measuring on the CPU (device=cpu says you mean it)")
         # as Text: a status's str is read as markup, whatever the console says
         with err.status(Text(f"measuring {terminal.describe_spec(spec)}")):
             result = verbs.measure(spec, cfg)

@@ -71,7 +71,7 @@ def run(
 def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
     """Measure a spec composed from cfg, and store it (the database is opened, and shown to
     take a write, first)."""
-    check_device(spec)
+    check_device(spec, "run", on_auto=str(cfg.device) == "auto")
     snapshot = snapshot_path(cfg.memory_snapshot, spec)
     store = Store(cfg.db_url)
     store.check_writable()
@@ -110,21 +110,29 @@ def snapshot_path(given: str | None, spec: TrialSpec) -> Path | None:
     return path
 
 
-def check_device(spec: TrialSpec, sweeping_on_auto: bool = False) -> None:
-    """Measuring needs the device here: device=cuda without a GPU was stored as crashed trials,
-    and a sweep left to device=auto on a host without one swept resnet50 on the CPU for hours."""
+# how each measuring verb is run on the CPU when there is no GPU here, said when it is not
+ON_THE_CPU = {
+    "run": "advisor run model=tiny_cnn device=cpu",
+    "sweep": "advisor sweep model=tiny_cnn device=cpu gpu.memory=64MiB trials=6",
+}
+
+
+def check_device(spec: TrialSpec, verb: str, on_auto: bool = False) -> None:
+    """Measuring needs the device here: device=cuda without a GPU was stored as crashed trials.
+    Left to device=auto on a host without one, run and sweep both refuse, rather than measure
+    the CPU unasked: a sweep of resnet50 ran on the CPU for hours, and a run's CPU figures
+    answer no question about a GPU; device=cpu says the CPU is meant."""
     if spec.device is Device.cuda and not torch.cuda.is_available():
         raise ConfigError(
             "device=cuda, but torch sees no CUDA GPU here: measure on the CPU with device=cpu "
             "and a tiny model (model=tiny_cnn), or estimate a GPU you don't have with "
             "advisor estimate ... gpu=NAME"
         )
-    if sweeping_on_auto and spec.device is Device.cpu:
+    if on_auto and spec.device is Device.cpu:
         raise ConfigError(
-            "no CUDA GPU here to sweep on (device=auto): sweep the CPU by saying so, with a tiny "
-            "model and a budget (advisor sweep model=tiny_cnn device=cpu gpu.memory=64MiB "
-            "trials=6), or ask about a GPU you don't have with advisor recommend or advisor "
-            "estimate gpu=NAME"
+            f"no CUDA GPU here to {verb} on (device=auto): {verb} on the CPU by saying so, with "
+            f"a tiny model ({ON_THE_CPU[verb]}), or ask about a GPU you don't have with "
+            "advisor estimate ... gpu=NAME or advisor recommend"
         )
 
 
@@ -221,7 +229,7 @@ def plan(
     given = [*overrides, *as_overrides(settings)]
     cfg = configure(workload, given)
     base = trial_spec(cfg)
-    check_device(base, sweeping_on_auto=str(cfg.device) == "auto")
+    check_device(base, "sweep", on_auto=str(cfg.device) == "auto")
     target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, base.device)
     local = gpus.local_gpu() if base.device is Device.cuda else None
     cap = trial_cap(target, local.memory_bytes if local else None)

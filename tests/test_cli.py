@@ -177,6 +177,20 @@ def test_bad_input_is_one_line_and_writes_nothing(args, message, db_url):
     assert trial_count(db_url) == 0
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a host without a GPU")
+def test_run_and_sweep_treat_no_gpu_alike(db_url):
+    """run measured the CPU unasked where sweep refused: left to device=auto without a GPU,
+    both refuse in one line that says how to measure the CPU, or estimate instead."""
+    for verb in ("run", "sweep"):
+        result = advisor(verb, "model=tiny_mlp", *FAST_OVERRIDES, db_url=db_url)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(f"advisor: no CUDA GPU here to {verb} on (device=auto)")
+        assert f"advisor {verb} model=tiny_cnn device=cpu" in result.stderr
+        assert "advisor estimate" in result.stderr and result.stderr.count("\n") == 1
+        assert result.stdout == ""
+    assert trial_count(db_url) == 0
+
+
 @pytest.mark.parametrize(
     "given,message",
     [
