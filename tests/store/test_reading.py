@@ -5,58 +5,18 @@ past what a datetime holds is a one-line mistake too. The real console script.""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
 from test_cli import ADVISOR, advisor
 from test_history import stored
+from untouched import another_apps_database, files_of, in_a_namespace, one_line
 
 from advisor.errors import ConfigError
 
 READING = (["history"], ["show", "1"], ["compare", "1", "2"], ["sweeps"])
-
-
-def one_line(done: subprocess.CompletedProcess[str], code: int | tuple[int, ...] = (1, 2)) -> str:
-    """The one line a failure says: `advisor: ...`, exit 1 or 2, no traceback."""
-    lines = done.stderr.strip().splitlines()
-    assert done.returncode in (code if isinstance(code, tuple) else (code,)), done.stderr
-    assert len(lines) == 1 and lines[0].startswith("advisor: "), done.stderr
-    return lines[0]
-
-
-def files_of(folder: Path) -> dict[str, str]:
-    """Each file in a folder and a hash of its bytes: what writing to it would change."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
-
-
-def another_apps_database(folder: Path, journal: str = "delete") -> Path:
-    """A SQLite file of another application, in its own journal mode, closed."""
-    folder.mkdir(exist_ok=True)
-    path = folder / "notes.sqlite"
-    with sqlite3.connect(path) as connection:
-        connection.execute(f"PRAGMA journal_mode={journal}")
-        connection.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
-        connection.execute("INSERT INTO notes (text) VALUES ('mine')")
-    connection.close()
-    assert [p.name for p in folder.iterdir()] == ["notes.sqlite"]
-    return path
-
-
-def in_a_namespace(script: str) -> subprocess.CompletedProcess[str]:
-    """A shell script run as root of a user and mount namespace of its own, where it may mount
-    a read-only folder or a small disk that no one else sees."""
-    if shutil.which("unshare") is None:
-        pytest.skip("needs unshare (util-linux)")
-    done = subprocess.run(["unshare", "-rm", "sh", "-euc", script], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
-    if "mount:" in done.stderr or "unshare:" in done.stderr:
-        pytest.skip(f"cannot mount in a namespace here: {done.stderr.strip()}")
-    return done
 
 
 def journal_mode(path: Path) -> str:
