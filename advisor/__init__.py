@@ -12,9 +12,12 @@ fastest training setting that fits a GPU.
 
 from __future__ import annotations
 
+import functools
 import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from advisor.errors import AdvisorError
 from advisor.version import version
 
 if TYPE_CHECKING:
@@ -42,6 +45,9 @@ _PUBLIC = {
     "advisor.workload": ("Workload",),
 }
 _MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
+# The verbs, called from Python: their errors say keyword arguments and advisor.run(...), where
+# the command says KEY=VALUE and advisor run ... (the same messages, built once, below the faces)
+_VERBS = ("estimate", "history", "recommend", "run", "sweep")
 
 __all__ = [
     "AdvisorError",
@@ -69,11 +75,28 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    value: Any
     if name == "__version__":
         value = version()
     elif (module := _MODULE_OF.get(name)) is not None:
         value = getattr(importlib.import_module(module), name)
+        if name in _VERBS:
+            value = _in_python_words(value)
     else:
         raise AttributeError(f"module 'advisor' has no attribute {name!r}")
     globals()[name] = value
     return value
+
+
+def _in_python_words(verb: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(verb)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return verb(*args, **kwargs)
+        except AdvisorError as error:
+            from advisor.arguments import in_python_words
+
+            error.args = tuple(in_python_words(a) if isinstance(a, str) else a for a in error.args)
+            raise
+
+    return call
