@@ -40,8 +40,9 @@ def to_record(result: TrialResult) -> dict[str, Any]:
 
 def from_record(record: dict[str, Any]) -> TrialResult:
     """The trial a record holds; KeyError, ValueError or TypeError for one that is not."""
-    memory, throughput, failure = record["memory"], record["throughput"], record["failure"]
-    environment = record["environment"]
+    memory, throughput, failure, environment = (
+        _object(record, part) for part in ("memory", "throughput", "failure", "environment")
+    )
     try:
         spec = TrialSpec.from_json(record["spec"])
     except (KeyError, ValueError, TypeError) as error:  # (a KeyError alone would say 'model')
@@ -57,3 +58,12 @@ def from_record(record: dict[str, Any]) -> TrialResult:
         created_at=record["created_at"],
         memory_snapshot=record.get("memory_snapshot"),  # (not in exports before schema 0007)
     )
+
+
+def _object(record: dict[str, Any], part: str) -> dict[str, Any] | None:
+    """A part of the record: an object, or null; ValueError for anything else (the part's
+    reader would call its methods: an AttributeError)."""
+    value = record[part]
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"{part} is {value!r}, not an object")
+    return value

@@ -67,10 +67,17 @@ def test_an_import_with_one_bad_trial_stores_none_of_them(db_url, tmp_path):
         ("wall_s", "1e309", "wall_s is inf"),  # (written as the literal 1e309: JSON's inf)
         ("status", "great", "'great' is not a valid Status"),
         ("spec", "{}", "spec is not"),
+        ("memory", "x", "memory is 'x', not an object"),
+        ("throughput", 5, "throughput is 5, not an object"),
+        ("failure", [], "failure is [], not an object"),
+        ("environment", "H200", "environment is 'H200', not an object"),
+        ("memory.peak_phase", "lunch", "'lunch' is not a valid Phase"),
     ],
 )
 def test_a_wrong_value_is_one_line_and_nothing_is_stored(db_url, tmp_path, field, value, said):
-    """Each was a traceback of 42-122 lines, or stored and later printed as Infinity."""
+    """Each was a traceback of 42-122 lines, or stored and later printed as Infinity; a part of
+    the trial that is not an object (memory, throughput, failure, environment), an
+    AttributeError's."""
     good, bad = records(2)
     *parents, name = field.split(".")
     part = bad
