@@ -254,7 +254,8 @@ def main() -> None:
         app()
     except AdvisorError as error:
         err.print(f"advisor: {error}", highlight=False, soft_wrap=True)
-        sys.exit(EXIT_CODES.get(type(error), 2))
+        # the code of its class or of the nearest it derives from (OlderSchema: StoreError's)
+        sys.exit(next((EXIT_CODES[c] for c in type(error).__mro__ if c in EXIT_CODES), 2))
     except KeyboardInterrupt:
         err.print("advisor: interrupted")
         sys.exit(130)

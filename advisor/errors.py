@@ -31,6 +31,11 @@ class StoreError(AdvisorError):
     """The results database cannot be opened or written (exit status 1)."""
 
 
+class OlderSchema(StoreError):
+    """An advisor database at an older migration, opened by a reader that must not upgrade it
+    (exit status 1)."""
+
+
 def first_line(error: BaseException) -> str:
     """What an error says, its first line only; its type's name where it says nothing."""
     said = str(error).strip()

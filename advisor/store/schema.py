@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
     from alembic.script import ScriptDirectory
 
-from advisor.errors import ConfigError, StoreError, first_line
+from advisor.errors import ConfigError, OlderSchema, StoreError, first_line
 from advisor.paths import MIGRATIONS
 from advisor.version import version
 
@@ -31,10 +31,6 @@ _SCHEMA_LOCK = 0x61647669  # "advi"
 HEAD = "0008"
 ADVISORS = {"alembic_version", "trials"}  # the tables that make a database advisor's
 READ_ELSEWHERE = "measure a trial first, or name advisor's database with db_url="
-
-
-class OlderSchema(StoreError):
-    """An advisor database at an older migration, opened by a reader that must not upgrade it."""
 
 
 def sqlite_file(url: str) -> Path | None:

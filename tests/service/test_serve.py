@@ -251,17 +251,22 @@ def test_since_and_until_with_a_zone_are_the_same_instant(served):
 
 
 def test_serving_reads_a_database_as_it_is(tmp_path):
-    """An older schema is refused, not upgraded; a missing file is not created; the database
-    URL's password is never shown."""
-    from advisor.errors import ConfigError, StoreError
+    """An older schema is refused, not upgraded (a database's error: exit 1, as before its
+    class derived from StoreError and the command looked up only StoreError's own); a missing
+    file is not created; the database URL's password is never shown."""
+    from advisor.errors import ConfigError, OlderSchema
     from advisor.service.server import open_store
     from advisor.store import schema
 
     old = tmp_path / "old.sqlite"
     shutil.copy(Path(__file__).parent.parent / "schemas" / "0007.sqlite", old)
     before = old.read_bytes()
-    with pytest.raises(StoreError, match="is at schema 0007, not 0008, and is only read here"):
+    with pytest.raises(OlderSchema, match="is at schema 0007, not 0008, and is only read here"):
         open_store(f"sqlite:///{old}")
+    with socket.create_server(("127.0.0.1", 0)) as free:
+        port = free.getsockname()[1]
+    refused = _advisor("serve", "--port", str(port), f"db_url=sqlite:///{old}")
+    assert refused.returncode == 1 and "is only read here" in refused.stderr, refused.stderr
     assert old.read_bytes() == before
     with pytest.raises(ConfigError, match="no results database at"):
         open_store(f"sqlite:///{tmp_path}/none.sqlite")
