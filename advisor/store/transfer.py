@@ -27,7 +27,7 @@ from advisor.errors import ConfigError
 from advisor.result import Environment, TrialResult
 from advisor.store import rows, schema
 from advisor.store.records import from_record, to_record
-from advisor.store.store import READ_CHUNK, Store
+from advisor.store.store import READ_CHUNK, Store, default_url
 from advisor.store.tables import TrialRow
 from advisor.store.validation import checked
 
@@ -113,10 +113,32 @@ def import_into(source: str, url: str | None) -> tuple[int, int]:
     or a URL) that are not in the database at url yet: (stored, already here). All are read and
     checked before anything is written (a bad one is a ConfigError naming it, and nothing is
     stored), then stored in one transaction. The source is only read. Their sweeps stay
-    behind: a sweep belongs to the database it ran on."""
+    behind: a sweep belongs to the database it ran on. Another application's SQLite file at url
+    is refused (ConfigError) and left as it is."""
     trials = _trials_of(source)  # (first: a bad source leaves no new database behind)
+    url = url or default_url()
+    _require_advisors(url)
     store = Store(url)
     return store.retried(lambda: _store_new(store, trials))
+
+
+def _require_advisors(url: str) -> None:
+    """ConfigError where url names a SQLite file of another application: opening it to store
+    would give it advisor's tables and switch it to WAL (what the reading verbs refuse too). A
+    file that is not there, or holds no tables, becomes advisor's database."""
+    try:
+        file = schema.sqlite_file(url) if url.startswith("sqlite") else None
+    except ArgumentError:
+        return  # (Store says what is wrong with it)
+    if file is None or not file.is_file():
+        return
+    try:
+        tables = schema.tables_of(file)
+    except sqlite3.Error as error:
+        raise schema.why_unusable(url, error) from None
+    if tables:
+        todo = "import into advisor's database, or a file that is not there yet (db_url=)"
+        schema.require_advisors(tables, f"the database {schema.shown(url)}", todo)
 
 
 def _store_new(store: Store, results: list[TrialResult]) -> tuple[int, int]:

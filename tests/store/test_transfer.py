@@ -171,6 +171,23 @@ def test_importing_another_apps_database_says_so_and_leaves_it(db_url, tmp_path,
     assert files_of(source.parent) == before and trial_count(db_url) == 0
 
 
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_importing_into_another_apps_database_says_so_and_leaves_it(tmp_path, journal):
+    """`advisor import x.json db_url=sqlite:///notes.sqlite` gave another application's file
+    advisor's tables and switched it to WAL. An empty file, or none, still becomes advisor's."""
+    theirs = another_apps_database(tmp_path / "theirs", journal)
+    before = files_of(theirs.parent)
+    export = write_export(tmp_path / "in.json", records(2))
+    said = one_line(advisor("import", str(export), db_url=f"sqlite:///{theirs}"), 2)
+    assert "is not an advisor results database (its tables: notes)" in said, said
+    assert files_of(theirs.parent) == before
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    for fresh in (empty, tmp_path / "new" / "results.sqlite"):
+        done = advisor("import", str(export), db_url=f"sqlite:///{fresh}")
+        assert done.returncode == 0 and "2 trial(s) stored" in done.stderr, done.stderr
+
+
 def test_importing_from_a_url_to_no_file_creates_none(db_url, tmp_path):
     missing = tmp_path / "theirs" / "typo.sqlite"
     said = one_line(advisor("import", f"sqlite:///{missing}", db_url=db_url), 2)
