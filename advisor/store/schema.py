@@ -5,6 +5,7 @@ advisor, or not advisor's at all, each in one line."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -31,6 +32,10 @@ _SCHEMA_LOCK = 0x61647669  # "advi"
 HEAD = "0008"
 ADVISORS = {"alembic_version", "trials"}  # the tables that make a database advisor's
 READ_ELSEWHERE = "measure a trial first, or name advisor's database with db_url="
+# A trial is measured only where the SQLite file's disk has this much free: a trial's write
+# adds 20-30 KiB to the WAL, and a write rolled back (check_writable) needs none, so a full
+# disk passed that check and the measurement was lost after it (issue 30)
+SPACE_FLOOR_BYTES = 1 << 20
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -240,12 +245,41 @@ def _current(connection: Connection, script: ScriptDirectory) -> str | None:
     return heads[0] if heads else None
 
 
+def free_bytes(url: str) -> int | None:
+    """The space left on a SQLite file's disk (for this user); None for another database, or
+    where it cannot be told."""
+    try:
+        file = sqlite_file(url)
+        disk = os.statvfs(file.resolve().parent) if file else None
+    except (ArgumentError, OSError, AttributeError):  # (no folder yet; no statvfs on Windows)
+        return None
+    if disk is None:
+        return None
+    return disk.f_bavail * disk.f_frsize
+
+
+def full_disk(url: str) -> StoreError | None:
+    """Before a trial is measured: the one line for a SQLite file whose disk has less than
+    SPACE_FLOOR_BYTES free; None where it has enough (or it is another database, whose disk
+    cannot be seen from here)."""
+    free = free_bytes(url)
+    if free is None or free >= SPACE_FLOOR_BYTES:
+        return None
+    return StoreError(
+        f"the results database {shown(url)} is on a full disk ({free // 1024} KiB free; a "
+        f"trial is measured only where {SPACE_FLOOR_BYTES // 1024} KiB are, so that its result "
+        "can be stored): free some space, or give another db_url=..."
+    )
+
+
 def why_unusable(url: str, error: BaseException, waited_s: float | None = None) -> StoreError:
-    """The one line for a database that cannot be opened or written, by what the driver said;
-    `waited_s`: how long a SQLite writer waited for the lock in all (its retries included;
-    default, the busy timeout)."""
+    """The one line for a database that cannot be opened or written, by what the driver said
+    (a full disk is said as such, whatever SQLite calls it: "disk I/O error" where it could not
+    make its -shm); `waited_s`: how long a SQLite writer waited for the lock in all (its
+    retries included; default, the busy timeout)."""
     said = said_by_database(error)
     lowered = said.lower()
+    free = free_bytes(url)
     if "locked" in lowered or "could not obtain lock" in lowered:
         waited_s = BUSY_TIMEOUT_S if waited_s is None else waited_s
         waited = f" (waited {waited_s:g} s)" if url.startswith("sqlite") else ""
@@ -257,6 +291,10 @@ def why_unusable(url: str, error: BaseException, waited_s: float | None = None) 
     elif "readonly" in lowered or "read-only" in lowered or "permission denied" in lowered:
         what = "cannot be written (read-only)"
         todo = "make it writable, or give another db_url=..."
+    elif "disk is full" in lowered or (free is not None and free < SPACE_FLOOR_BYTES):
+        what = "cannot be written: its disk is full"
+        said += "" if free is None else f"; {free // 1024} KiB free"
+        todo = "free some space, or give another db_url=..."
     else:
         what = "cannot be opened"
         todo = "check it, or give another with db_url=..."

@@ -119,11 +119,15 @@ class Store:
         self.unspooled = 0 if read_only else self._store_spooled()
 
     def check_writable(self) -> None:
-        """Before a trial is measured: StoreError (one line) unless its result can be stored."""
+        """Before a trial is measured: StoreError (one line) unless its result can be stored:
+        the database takes a write, and a SQLite file's disk has schema.SPACE_FLOOR_BYTES free
+        (the write is rolled back, so it passes on a full disk)."""
         try:
             schema.check_writable(self.engine)
         except SQLAlchemyError as error:
             raise schema.why_unusable(self.url, error) from None
+        if (full := schema.full_disk(self.url)) is not None:
+            raise full
 
     def compile_cache(self) -> Path | None:
         """Where torch.compile's cache lives for these results, shared by every trial: beside a
