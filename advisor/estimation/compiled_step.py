@@ -27,12 +27,15 @@ from advisor.estimation.storage_bytes import StorageBytes, storages_of
 
 
 @contextlib.contextmanager
-def compiled(model: nn.Module, counter: StorageBytes) -> Iterator[list[fx.GraphModule]]:
+def compiled(
+    model: nn.Module, counter: StorageBytes, *, gpu: bool
+) -> Iterator[list[fx.GraphModule]]:
     """The model's forward (and so its backward) compiled as torch.compile compiles it: dynamo
     (its graph breaks too) hands each graph to AOTAutograd, with inductor's decompositions and
     partitioner; the graphs count their own buffers, the code between them is counted as run.
     Gives the forward graphs dynamo made (more than one: the model's graph broke). dynamo's
-    caches are reset before and after: a process that compiles its own models loses theirs."""
+    caches are reset before and after: a process that compiles its own models loses theirs.
+    gpu: compiled for CUDA, whose matmuls inductor pads (not the CPU's)."""
     import torch._inductor.lowering  # noqa: F401 (the decompositions read it; a fresh process lacks it)
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
@@ -48,7 +51,7 @@ def compiled(model: nn.Module, counter: StorageBytes) -> Iterator[list[fx.GraphM
         bw_compiler=functools.partial(
             _counting_compiler, counter=counter, held=held, backward=True
         ),
-        partition_fn=_partitioned,
+        partition_fn=functools.partial(_partitioned, padded=gpu),
         decompositions=select_decomp_table(),
     )
     step = torch.compile(forward, backend=backend)
@@ -88,15 +91,16 @@ def _emulation_never_compiled_alone() -> None:
         set_code_exec_strategy(mode.__torch_function__.__code__, skipped)
 
 
-def _partitioned(gm: fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+def _partitioned(gm: fx.GraphModule, joint_inputs: Any, *, padded: bool, **kwargs: Any) -> Any:
     """Inductor's partitioner, after its passes over the joint graph (the random numbers its
-    kernels draw among them, the matmuls it pads), in the fake mode of the graph's inputs, as
-    inductor runs it."""
+    kernels draw among them, the matmuls it pads where `padded`), in the fake mode of the
+    graph's inputs, as inductor runs it."""
     from torch._guards import detect_fake_mode
     from torch._inductor.compile_fx import partition_fn
     from torch._inductor.virtualized import V
 
-    with V.set_fake_mode(detect_fake_mode(joint_inputs)), _matmuls_padded_as_on_a_gpu():
+    padding = _matmuls_padded_as_on_a_gpu() if padded else contextlib.nullcontext()
+    with V.set_fake_mode(detect_fake_mode(joint_inputs)), padding:
         return partition_fn(gm, joint_inputs, **kwargs)
 
 
@@ -119,7 +123,7 @@ def _matmuls_padded_as_on_a_gpu() -> Iterator[None]:
     except ImportError:  # another torch: its matmuls are counted as they are
         yield
         return
-    if not callable(getattr(pad_mm, "should_pad", None)):
+    if not callable(getattr(pad_mm, "should_pad", None)):  # a torch that moved it: unpadded
         yield
         return
     with unittest.mock.patch.object(pad_mm, "should_pad", _padded_on_a_gpu):
@@ -129,11 +133,17 @@ def _matmuls_padded_as_on_a_gpu() -> Iterator[None]:
 def _padded_on_a_gpu(
     match: Any, mat1: torch.Tensor, mat2: torch.Tensor, op: Any, input: Any = None
 ) -> bool:
-    if mat1.dtype not in PADDED_DTYPES or mat2.dtype != mat1.dtype:
+    from torch._inductor import config
+
+    if not config.shape_padding or mat1.dtype != mat2.dtype:
+        return False
+    if config.force_shape_pad and mat1.is_floating_point():
+        return True
+    if mat1.dtype not in PADDED_DTYPES:
         return False
     shapes = (mat1.shape, mat2.shape)
     if not all(isinstance(d, int) for shape in shapes for d in shape):
-        return False  # symbolic sizes: inductor pads static ones only
+        return False  # symbolic sizes are not modelled (inductor pads the static ones)
     if op is torch.ops.aten.bmm:
         (m, k), n = mat1.shape[1:], mat2.shape[2]
     elif op in (torch.ops.aten.mm, torch.ops.aten.addmm):

@@ -75,6 +75,7 @@ class Estimate:
     error_range: tuple[float, float] = (0.0, 0.0)
     largest_batch_sure: int | None = None
     unmodelled: tuple[str, ...] = ()  # what it could not model, in words
+    notes: tuple[str, ...] = ()  # what it modelled that a user should know (graph breaks)
 
     @property
     def device_peak_range(self) -> tuple[int, int]:
@@ -129,6 +130,7 @@ class Estimate:
             "largest_batch": self.largest_batch,
             "largest_batch_sure": self.largest_batch_sure,
             "unmodelled": list(self.unmodelled),
+            "notes": list(self.notes),
             "top_modules": [{"module": m, "activations_bytes": b} for m, b in s.top_modules],
             "calibration": dataclasses.asdict(self.calibration) if self.calibration else None,
         }
@@ -147,8 +149,9 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
         unmodelled.append("torch.compile made no graph of the model: estimated as it ran, eagerly")
     elif spec.compile:
         high = max(high, COMPILED_ABOVE)
+    notes = []
     if step.compiled_graphs > 1:  # modelled, but worth knowing: each break costs speed
-        unmodelled.append(
+        notes.append(
             f"torch.compile breaks the model into {step.compiled_graphs} graphs (each modelled "
             "as compiled, the code between them as it runs)"
         )
@@ -166,7 +169,7 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     return Estimate(
         spec, target, step, corrections.context, corrections.factor, peak, reserved,
         reserved + corrections.context, largest, corrections.calibration, (low, high), sure,
-        tuple(unmodelled),
+        tuple(unmodelled), tuple(notes),
     )  # fmt: skip
 
 

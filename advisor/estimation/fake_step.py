@@ -106,7 +106,7 @@ def _no_cycle_collection() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-        gc.collect()
+            gc.collect()
 
 
 def _run_fake_step(spec: TrialSpec) -> FakeStep:
@@ -126,10 +126,9 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
             stack.enter_context(context)
         model = with_fake_storage(meta_model)
         if spec.checkpointing is Checkpointing.blocks:
-            if not spec.compile:  # compiled, backward recomputes from the graph, not the code
-                _precision_inside_blocks(model, spec, unmodelled)
+            _precision_inside_blocks(model, spec, unmodelled)
             checkpoint_blocks(model, spec.model.block or "")
-        graphs = stack.enter_context(compiled(model, counter)) if spec.compile else []
+        graphs = stack.enter_context(compiled(model, counter, gpu=gpu)) if spec.compile else []
         params = list(model.parameters())
         params_bytes = counter.bytes_of(params)
         buffers_bytes = counter.bytes_of(model.buffers())
@@ -191,6 +190,8 @@ def _precision_inside_blocks(model: nn.Module, spec: TrialSpec, unmodelled: set[
             forward = module.forward
 
             def under_precision(*args: Any, _forward: Any = forward, **kwargs: Any) -> Any:
+                if torch.compiler.is_compiling():  # traced: the step's own modes are in the
+                    return _forward(*args, **kwargs)  # graph (dynamo's checkpoint refuses more)
                 with step_precision(spec, unmodelled):
                     return _forward(*args, **kwargs)
 

@@ -34,7 +34,9 @@ FUSING = {"aten::cat"}  # kernels that make a buffer of their own and fuse what 
 # inductor's thresholds (torch/_inductor/config.py): a kernel reads at most 8 buffers; a node
 # read by several is computed once where it reads over 4 or computes over 30 operators
 ACCUMULATED_READS, REUSED_READS, REUSED_OPS = 8, 4, 30
-FUSION_WINDOW = 64  # max_fusion_buffer_group_pairwise_attempts: how far apart it fuses
+# max_fusion_buffer_group_pairwise_attempts: how many of a buffer's next readers inductor tries
+# to fuse with one that reads it
+FUSION_CANDIDATES = 64
 
 
 def count_buffers(
@@ -128,12 +130,17 @@ class _Graph:
 
     def _kernels(self) -> dict[fx.Node, list[fx.Node]]:
         """Each kernel by the node where it runs: the node, and the pointwise buffers inductor
-        fuses into it (horizontally: nodes as wide that read a buffer it reads, within its
-        window of 64 nodes, all their inputs made before it). Their buffers are made together:
-        gpt2's two padded copies of its logits' gradient, one for each matmul of backward,
-        were live at once on the H200 (experiments/2026-12-03-h200-compiled-snapshots)."""
+        fuses into it (horizontally: nodes as wide that read a buffer it reads, among that
+        buffer's next 64 readers, all their inputs made before it). Their buffers are made
+        together: gpt2's two padded copies of its logits' gradient, one for each matmul of
+        backward, were live at once on the H200 (experiments/2026-12-03-h200-compiled-snapshots)."""
         at = {node: i for i, node in enumerate(self.nodes)}
         kernels: dict[fx.Node, list[fx.Node]] = {}
+        readers: dict[int, list[fx.Node]] = {}  # a buffer: the kernels' nodes reading it
+        for node in self.nodes:
+            if node.op == "call_function" and self.is_buffer[node]:
+                for key in self.buffers_read(node):
+                    readers.setdefault(key, []).append(node)
         fused_into: set[fx.Node] = set()
         for i, node in enumerate(self.nodes):
             if node.op != "call_function" or not self.is_buffer[node] or node in fused_into:
@@ -142,18 +149,17 @@ class _Graph:
             if not _fused(node):
                 continue
             read = self.buffers_read(node)
-            for later in self.nodes[i + 1 : i + 1 + FUSION_WINDOW]:
-                if (
-                    later.op == "call_function"
-                    and self.is_buffer[later]
-                    and _fused(later)
-                    and later not in fused_into
-                    and _numel(self.env[later]) == _numel(self.env[node])
-                    and self.buffers_read(later) & read
-                    and all(at[self.owner[k]] < i for k in self.buffers_read(later))
-                ):
-                    kernels[node].append(later)
-                    fused_into.add(later)
+            for key in sorted(read, key=self.order.__getitem__):
+                later = [n for n in readers.get(key, ()) if at[n] > i][:FUSION_CANDIDATES]
+                for other in later:
+                    if (
+                        _fused(other)
+                        and other not in fused_into
+                        and _numel(self.env[other]) == _numel(self.env[node])
+                        and all(at[self.owner[k]] < i for k in self.buffers_read(other))
+                    ):
+                        kernels[node].append(other)
+                        fused_into.add(other)
         return kernels
 
     def _is_buffer(self, key: int) -> bool:

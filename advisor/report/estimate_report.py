@@ -61,6 +61,7 @@ def estimate_report(e: Estimate) -> Group:
              f"free); largest micro batch by the estimate: {largest}", style=style),
     ]  # fmt: skip
     lines.extend(Text(f"not modelled: {note}", style="yellow") for note in e.unmodelled)
+    lines.extend(Text(f"note: {note}") for note in e.notes)
     if e.fits and e.device_peak_bytes > target.allowed_bytes:
         lines.append(Text("it holds more with memory to spare; within the target's limit the "
                           "allocator gives back its cache and the steps still run (allocator "

@@ -2,7 +2,8 @@
 torchvision's RegNet computes its widths), experts multiplied by torch's grouped matmul in fp32
 (as transformers' mixture-of-experts layers are), a forward whose shapes depend on the data,
 LayerDrop's draw (as transformers 5.17's BART, OPT and Whisper make it), an MLP whose
-compiled backward recomputes what eager's keeps, and layers to checkpoint."""
+compiled backward recomputes what eager's keeps, layers to checkpoint, and a vocabulary-wide
+head whose width inductor pads (gpt2's 50257)."""
 
 import torch
 from torch import nn
@@ -99,4 +100,19 @@ def mlp() -> advisor.Workload:
 def checkpointed_layers() -> advisor.Workload:
     return advisor.Workload(
         name="checkpointed_layers", model=WidthsFromValues, batch=batch, block=Layer
+    )
+
+
+class Head(nn.Linear):
+    def __init__(self, width: int) -> None:
+        super().__init__(768, width, bias=False)
+
+
+def wide_head() -> advisor.Workload:
+    return advisor.Workload(name="wide_head", model=lambda: Head(50257), batch=head_batch)
+
+
+def head_batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(batch_size, 768, device=device), torch.randint(
+        50256, (batch_size,), device=device
     )
