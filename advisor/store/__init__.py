@@ -10,6 +10,7 @@
 - trial_filter.py TrialFilter: what history can ask beyond model and status
 - sharing.py     one sweep run by several processes: claims, and what the others stored
 - spool.py       trials measured but not stored yet, kept as JSON until the database takes them
+                 (in the temporary folder where the spool's own cannot be written)
 - records.py     a trial as a self-contained JSON record (the spool's and exports' form)
 - read_cache.py  stored trials already read, kept for the process
 - validation.py  a trial checked before an import stores it: types, ranges, its time in UTC

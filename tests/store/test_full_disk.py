@@ -1,16 +1,27 @@
 """A measured result is never lost to a full disk (issue 30): a disk without room is refused
-before anything is measured, in one line, exit status 1. A real small disk (tmpfs) in a
-namespace of the test's own; the real console script."""
+before anything is measured; a disk that fills while a trial runs sends its result to the spool,
+and to the temporary folder where the spool's own folder is on that disk too. Each case is one
+line that says where the result went, exit status 1. A real small disk (tmpfs) in a namespace
+of the test's own; the real console script."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 from pathlib import Path
 
-from conftest import FAST_OVERRIDES
+import pytest
+from conftest import FAST_OVERRIDES, spec_of
+from fake_backend import fake_result
 from test_cli import ADVISOR
 from untouched import in_a_namespace
 
+from advisor.store import spool
+from advisor.store.records import to_record
+from advisor.store.store import Store
+
+FILLS_DISK = Path(__file__).parent.parent / "workloads" / "fills_disk.py"
 RUN = " ".join(["run", "device=cpu", "batch_size=2", *FAST_OVERRIDES])
 
 
@@ -58,8 +69,71 @@ def test_a_full_disk_is_refused_before_anything_is_measured(tmp_path):
     assert "free some space, or give another db_url=" in none
 
 
+def test_a_result_whose_disk_fills_while_measuring_waits_and_is_stored(tmp_path):
+    """The disk fills as the trial runs (the workload writes to it): the database and the spool
+    folder on it both refuse the result, which waits in the temporary folder, named in one
+    line; stored, once, when the database is next opened with room again."""
+    out, errors, tmp = on_a_small_disk(tmp_path, f"""
+        FILL_DISK={{small}}/filler {{env}} {ADVISOR} {RUN} workload={FILLS_DISK}:workload \\
+            2> {{tmp}}/said.txt || echo "exit $?"
+        echo "in the spool's folder: $(find {{small}}/spool -type f | wc -l)"
+        find {{tmp}} -path '*advisor-spool-*' -name '*.json' -exec cp {{{{}}}} {{tmp}}/kept.json \\;
+        rm {{small}}/filler
+        {{env}} {ADVISOR} history --json > {{tmp}}/history.json
+        {{env}} {ADVISOR} history --json > {{tmp}}/again.json
+        echo "still waiting: $(find {{tmp}} -path '*advisor-spool-*' -name '*.json' | wc -l)"
+    """)  # fmt: skip
+    said = one_line_of(tmp / "said.txt")
+    assert "cannot be written: its disk is full" in said, said
+    assert out.splitlines() == ["exit 1", "in the spool's folder: 0", "still waiting: 0"], (
+        out + errors
+    )
+    kept = json.loads((tmp / "kept.json").read_text())
+    assert f"the trial is kept in {tmp}/advisor-spool-" in said and kept["spec_hash"] in said
+    [stored] = json.loads((tmp / "history.json").read_text())
+    assert stored["status"] == "ok" and stored["spec"]["model"] == "fills_disk"
+    assert same_trial(stored, kept)
+    assert len(json.loads((tmp / "again.json").read_text())) == 1
+
+
+def same_trial(stored: dict, record: dict) -> bool:
+    """A trial as history shows it is the one a record (the spool's, an export's) held."""
+    return (
+        stored["spec"]["hash"] == record["spec_hash"]
+        and stored["throughput"] == record["throughput"]
+        and all(stored["memory"][key] == value for key, value in record["memory"].items())
+    )
+
+
 def one_line_of(path: Path) -> str:
     """What a command said on stderr, held to one line with no traceback."""
     lines = path.read_text().strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("advisor: "), path.read_text()
     return lines[0]
+
+
+def test_the_spools_fallback_is_this_users_own_folder(db_url, tmp_path, monkeypatch):
+    """Where the spool's folder cannot be written, a result waits in the temporary folder,
+    in a folder of this user's alone: one that others may write is neither written nor read
+    (they could put trials into this user's database)."""
+    monkeypatch.setenv("ADVISOR_SPOOL_DIR", str(tmp_path / "in-the-way"))
+    (tmp_path / "in-the-way").write_text("a file where the spool's folder would be")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    measured = dataclasses.replace(
+        fake_result(spec_of("model=tiny_mlp")), created_at="2026-12-01T12:00:00+00:00"
+    )
+    shared = spool.fallback(db_url).parent
+    shared.mkdir(parents=True)
+    shared.chmod(0o777)
+    planted = spool.fallback(db_url) / "0-planted.json"
+    planted.parent.mkdir()
+    planted.write_text(json.dumps({**to_record(measured), "sweep_id": None}))
+    assert spool.pending(db_url) == []
+    with pytest.raises(OSError, match="is not this user's own folder"):
+        spool.save(db_url, measured, None)
+    shared.chmod(0o700)
+    planted.unlink()
+    kept = spool.save(db_url, measured, None)
+    assert kept.parent == spool.fallback(db_url)
+    assert [waiting.path for waiting in spool.pending(db_url)] == [kept]
+    assert Store(db_url).unspooled == 1 and spool.pending(db_url) == []
