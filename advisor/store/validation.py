@@ -1,8 +1,9 @@
 """A trial checked before it is stored from elsewhere (an import): every field of the type its
-dataclass declares, every number finite, none below 0 and none past what the database holds,
-text no longer than its column, and when it was measured an ISO time, made UTC. SQLite keeps
-any value in any column: an export's `wall_s: "fast"` or 1e309 was stored as it came and later
-printed as Infinity in --json, or failed the import halfway in a traceback."""
+dataclass declares, every number finite, none below 0 (but the one advisor itself stores so)
+and none past what the database holds, text no longer than its column, and when it was
+measured an ISO time, made UTC. SQLite keeps any value in any column: an export's `wall_s:
+"fast"` or 1e309 was stored as it came and later printed as Infinity in --json, or failed the
+import halfway in a traceback."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ from advisor.store import rows
 from advisor.store.tables import EnvironmentRow, TrialRow
 
 LARGEST_INTEGER = 2**63 - 1  # SQL's BIGINT
+# What advisor itself stores below 0: where NVML has no figure per process, the trial's is the
+# device's used memory less what was used before the trial (trial/device_memory.py:
+# context_bytes_of), below 0 where another process freed memory meanwhile
+SIGNED = frozenset({"memory.nvml_process_bytes"})
 
 
 def checked(result: TrialResult) -> TrialResult:
@@ -70,8 +75,9 @@ def _check(value: Any, hint: Any, name: str) -> None:
     elif hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
             _wrong(value, name, "a whole number")
-        if not 0 <= value <= LARGEST_INTEGER:
-            _wrong(value, name, "a whole number from 0 to 2**63-1")
+        lowest = -LARGEST_INTEGER - 1 if name in SIGNED else 0
+        if not lowest <= value <= LARGEST_INTEGER:
+            _wrong(value, name, f"a whole number from {'-2**63' if lowest else 0} to 2**63-1")
     elif hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             _wrong(value, name, "a number")

@@ -20,6 +20,7 @@ from test_cli import ADVISOR, advisor, trial_count
 from untouched import another_apps_database, files_of, in_a_namespace, one_line
 
 from advisor.store.records import to_record
+from advisor.store.store import Store
 from advisor.store.transfer import FORMAT
 
 SCHEMAS = Path(__file__).parent.parent / "schemas"
@@ -90,6 +91,26 @@ def test_a_wrong_value_is_one_line_and_nothing_is_stored(db_url, tmp_path, field
     line = one_line(advisor("import", str(path), db_url=db_url), 2)
     assert f"{path}: trial 2 of 2 cannot be imported" in line and said in line, line
     assert trial_count(db_url) == 0
+
+
+def test_a_trial_advisor_stored_imports_again_whatever_nvml_said(tmp_path):
+    """Without NVML's per-process figures, a trial's NVML figure is the device's used memory
+    less what was used before it (trial/device_memory.py): negative where another process
+    freed memory meanwhile. The import's check wanted 0 or more, and refused the whole of
+    advisor's own export (or database) for that one trial."""
+    trial = fake_result(SPEC)
+    assert trial.memory is not None
+    memory = dataclasses.replace(trial.memory, nvml_process_bytes=-(2**20))
+    ours = f"sqlite:///{tmp_path / 'ours.sqlite'}"
+    Store(ours).add(dataclasses.replace(trial, memory=memory, created_at=START.isoformat()))
+    out = tmp_path / "out.json"
+    assert advisor("export", f"out={out}", db_url=ours).returncode == 0
+    for source, into in ((out, "from-export"), (tmp_path / "ours.sqlite", "from-database")):
+        theirs = f"sqlite:///{tmp_path / into}.sqlite"
+        done = advisor("import", str(source), db_url=theirs)
+        assert done.returncode == 0 and "1 trial(s) stored" in done.stderr, done.stderr
+        shown = advisor("history", "--json", db_url=theirs)
+        assert json.loads(shown.stdout)[0]["memory"]["nvml_process_bytes"] == -(2**20)
 
 
 def test_times_are_stored_in_utc_and_importing_again_adds_nothing(db_url, tmp_path):
