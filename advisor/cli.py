@@ -21,7 +21,7 @@ from advisor.console import (
     prints_to_stderr,
     replace_unencodable,
 )
-from advisor.errors import AdvisorError, EstimateError, StoreError
+from advisor.errors import AdvisorError, EstimateError, StoreError, TrialNotKept
 from advisor.history_cli import history_commands
 from advisor.recommendation import Against
 from advisor.report import estimate_report, plots, sweep_report, tables, terminal
@@ -62,8 +62,9 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       (torch's memory snapshot of the build and warm-up, for
       pytorch.org/memory_viz; CUDA only)
     Exit status: 0 when measured (an OOM is a measurement), 1 if the trial
-      crashed or timed out (or the database cannot be opened), 2 for a setting
-      or workload to fix (nothing stored).
+      crashed or timed out, or the database cannot be opened or written (one
+      measured then waits in the spool, or is printed), 2 for a setting or
+      workload to fix (nothing stored).
     """
     from advisor import verbs  # (torch: only the verbs that measure import it)
     from advisor.config import trial_spec
@@ -253,7 +254,16 @@ def main() -> None:
     try:
         app()
     except AdvisorError as error:
-        err.print(f"advisor: {error}", highlight=False, soft_wrap=True)
+        said = str(error)
+        if isinstance(error, TrialNotKept):  # the measurement, kept by the one who reads this
+            from advisor.store.transfer import document
+
+            print(json.dumps(document([error.record]), indent=2))
+            said += (
+                "; so it is printed on stdout, as an export: save it as FILE.json, and store "
+                "it with advisor import FILE.json"
+            )
+        err.print(f"advisor: {said}", highlight=False, soft_wrap=True)
         # the code of its class or of the nearest it derives from (OlderSchema: StoreError's)
         sys.exit(next((EXIT_CODES[c] for c in type(error).__mro__ if c in EXIT_CODES), 2))
     except KeyboardInterrupt:

@@ -3,6 +3,8 @@ wrong and what to do; the command prints it without a traceback."""
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AdvisorError(Exception):
     """Something advisor was asked to do cannot be done as asked."""
@@ -34,6 +36,15 @@ class StoreError(AdvisorError):
 class OlderSchema(StoreError):
     """An advisor database at an older migration, opened by a reader that must not upgrade it
     (exit status 1)."""
+
+
+class TrialNotKept(StoreError):
+    """A trial measured that neither the database nor the spool could take (a full disk):
+    `record` holds it as an export's trial does, for the caller to keep (exit status 1)."""
+
+    def __init__(self, message: str, record: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.record = record
 
 
 def first_line(error: BaseException) -> str:

@@ -17,7 +17,7 @@ from sqlalchemy import Row, Select, func, select
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from advisor.errors import ConfigError, StoreError
+from advisor.errors import ConfigError, StoreError, TrialNotKept
 from advisor.paths import results_dir
 from advisor.result import (
     Environment,
@@ -26,6 +26,7 @@ from advisor.result import (
 from advisor.spec import TrialSpec
 from advisor.store import rows, schema, spool
 from advisor.store.read_cache import TRIALS_READ
+from advisor.store.records import to_record
 from advisor.store.sweeps import Sweep, link_trial, sweep_of
 from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
 from advisor.store.trial_filter import TrialFilter
@@ -153,14 +154,19 @@ class Store:
         have a trial it does not know it measured); `repeat`: the sweep measured its answer
         again, not a spec of its search. A write that fails is tried again; if it
         still fails, the result goes to the spool (stored on the next open) and StoreError
-        says where."""
+        says where; where the spool cannot take it either, TrialNotKept holds it."""
         now = datetime.datetime.now(datetime.UTC)
         result = dataclasses.replace(result, created_at=result.created_at or now.isoformat())
         try:
             return _tried_again(lambda: self._insert(result, sweep_id, repeat))
         except OperationalError as error:
-            kept = spool.save(self.url, result, sweep_id, repeat)
             why = schema.why_unusable(self.url, error, _retried_wait_s())
+            try:
+                kept = spool.save(self.url, result, sweep_id, repeat)
+            except OSError as refused:
+                raise TrialNotKept(
+                    f"{why}; nor can the spool keep the trial ({refused})", to_record(result)
+                ) from None
             raise StoreError(
                 f"{why}; the trial is kept in {kept} and stored the next time advisor opens "
                 "this database"

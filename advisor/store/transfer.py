@@ -58,10 +58,7 @@ def export(results: Sequence[TrialResult], path: Path) -> None:
                 )
                 pyarrow.parquet.write_table(table, file)
             elif path.suffix == ".json":
-                text = json.dumps(
-                    {"format": FORMAT, "version": 1, "trials": [to_record(r) for r in results]}
-                )
-                file.write(text.encode())
+                file.write(json.dumps(document([to_record(r) for r in results])).encode())
             else:
                 flat = _flat_rows(results)
                 columns = list(dict.fromkeys(key for row in flat for key in row))
@@ -75,6 +72,11 @@ def export(results: Sequence[TrialResult], path: Path) -> None:
             f"out={path} cannot be written ({error.strerror or error}); name a "
             "file in a folder you can write, with room for it"
         ) from None
+
+
+def document(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """An export of trials' records, as JSON holds it (advisor import reads it)."""
+    return {"format": FORMAT, "version": 1, "trials": records}
 
 
 @contextlib.contextmanager

@@ -1,8 +1,8 @@
 """A measured result is never lost to a full disk (issue 30): a disk without room is refused
 before anything is measured; a disk that fills while a trial runs sends its result to the spool,
-and to the temporary folder where the spool's own folder is on that disk too. Each case is one
-line that says where the result went, exit status 1. A real small disk (tmpfs) in a namespace
-of the test's own; the real console script."""
+to the temporary folder where the spool's own folder is on that disk too, and, where nothing can
+be written, to stdout as an export. Each case is one line that says where the result went, exit
+status 1. A real small disk (tmpfs) in a namespace of the test's own; the real console script."""
 
 from __future__ import annotations
 
@@ -94,6 +94,36 @@ def test_a_result_whose_disk_fills_while_measuring_waits_and_is_stored(tmp_path)
     assert stored["status"] == "ok" and stored["spec"]["model"] == "fills_disk"
     assert same_trial(stored, kept)
     assert len(json.loads((tmp / "again.json").read_text())) == 1
+
+
+def test_a_result_with_nowhere_to_go_is_printed_and_imports(tmp_path):
+    """The database's disk full, the spool folder on it, and the temporary folder's spool
+    read-only: the result is printed on stdout, as an export, and one line says so; imported
+    once the disk has room, it is the trial measured."""
+    out, errors, tmp = on_a_small_disk(tmp_path, f"""
+        mkdir -m 700 {{tmp}}/advisor-spool-$(id -u)
+        mount --bind -o ro {{tmp}}/advisor-spool-$(id -u) {{tmp}}/advisor-spool-$(id -u)
+        FILL_DISK={{small}}/filler {{env}} {ADVISOR} {RUN} workload={FILLS_DISK}:workload \\
+            > {{tmp}}/printed.json 2> {{tmp}}/said.txt || echo "exit $?"
+        echo "left on the disk: $(find {{small}}/spool -type f | wc -l)"
+        rm {{small}}/filler
+        {{env}} {ADVISOR} import {{tmp}}/printed.json 2>&1
+        {{env}} {ADVISOR} history --json > {{tmp}}/history.json
+    """)  # fmt: skip
+    said = one_line_of(tmp / "said.txt")
+    assert "cannot be written: its disk is full" in said, said
+    assert out.splitlines() == [
+        "exit 1",
+        "left on the disk: 0",
+        "1 trial(s) stored, 0 already here",
+    ], out + errors
+    assert "nor can the spool keep the trial (" in said and "No space left on device" in said
+    assert "Read-only file system" in said, said
+    assert said.endswith("so it is printed on stdout, as an export: save it as FILE.json, and "
+                         "store it with advisor import FILE.json")  # fmt: skip
+    [printed] = json.loads((tmp / "printed.json").read_text())["trials"]
+    [stored] = json.loads((tmp / "history.json").read_text())
+    assert printed["status"] == "ok" and same_trial(stored, printed)
 
 
 def same_trial(stored: dict, record: dict) -> bool:
