@@ -96,6 +96,28 @@ def test_a_result_whose_disk_fills_while_measuring_waits_and_is_stored(tmp_path)
     assert len(json.loads((tmp / "again.json").read_text())) == 1
 
 
+def test_a_sweeps_result_whose_disk_fills_waits_and_is_stored_in_its_sweep(tmp_path):
+    """A sweep's trial writes through the same store: its result waits in the temporary folder,
+    the sweep ends in one line that says where, and the next opening stores it in its sweep."""
+    out, errors, tmp = on_a_small_disk(tmp_path, f"""
+        FILL_DISK={{small}}/filler ADVISOR_STUDY_DB_URL=sqlite:///{{tmp}}/optuna.sqlite {{env}} \\
+            {ADVISOR} sweep workload={FILLS_DISK}:workload device=cpu gpu.memory=64MiB trials=1 \\
+            {" ".join(FAST_OVERRIDES)} 2> {{tmp}}/said.txt || echo "exit $?"
+        rm {{small}}/filler
+        {{env}} {ADVISOR} sweeps --json > {{tmp}}/sweeps.json
+        echo "still waiting: $(find {{tmp}} -path '*advisor-spool-*' -name '*.json' | wc -l)"
+    """)  # fmt: skip
+    said = (tmp / "said.txt").read_text()
+    assert "Traceback" not in said and out.splitlines() == ["exit 1", "still waiting: 0"], (
+        out + errors + said
+    )
+    last = said.strip().splitlines()[-1]
+    assert last.startswith("advisor: ") and "cannot be written: its disk is full" in last, said
+    assert f"the trial is kept in {tmp}/advisor-spool-" in last, last
+    [sweep] = json.loads((tmp / "sweeps.json").read_text())
+    assert sweep["trials"] == 1, sweep
+
+
 def test_a_result_with_nowhere_to_go_is_printed_and_imports(tmp_path):
     """The database's disk full, the spool folder on it, and the temporary folder's spool
     read-only: the result is printed on stdout, as an export, and one line says so; imported
