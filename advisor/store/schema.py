@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -233,16 +234,30 @@ def _current(connection: Connection, script: ScriptDirectory) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
     heads = MigrationContext.configure(connection).get_current_heads()
-    known = {revision.revision for revision in script.walk_revisions()}
-    newer = [head for head in heads if head not in known]
-    if newer:
-        url = connection.engine.url.render_as_string(hide_password=True)
-        raise StoreError(
-            f"the results database {url} was written by a newer advisor (schema {newer[0]}; "
-            f"advisor {version()} knows up to {script.get_current_head()}): upgrade "
-            "advisor, or give another db_url=..."
-        )
+    url = connection.engine.url.render_as_string(hide_password=True)
+    todo = "upgrade advisor, or give another db_url=..."
+    if (newer := newer_advisors(f"the results database {url}", heads, todo, script)) is not None:
+        raise newer
     return heads[0] if heads else None
+
+
+def newer_advisors(
+    what: str, revisions: Sequence[str], todo: str, script: ScriptDirectory | None = None
+) -> StoreError | None:
+    """The one line for a database stamped with a migration this advisor does not know, which
+    a newer advisor wrote (`what`: how it is named; `todo`: what to do; `script`: the
+    migrations, where the caller has them); None where it knows them all."""
+    if all(revision == HEAD for revision in revisions):
+        return None  # (without importing alembic)
+    script = script or _migrations()[1]
+    known = {revision.revision for revision in script.walk_revisions()}
+    newer = [revision for revision in revisions if revision not in known]
+    if not newer:
+        return None
+    return StoreError(
+        f"{what} was written by a newer advisor (schema {newer[0]}; advisor {version()} knows "
+        f"up to {script.get_current_head()}): {todo}"
+    )
 
 
 def free_bytes(url: str) -> int | None:

@@ -222,11 +222,16 @@ def _from_sqlite(path: Path) -> list[TrialResult]:
                 closing(sqlite3.connect(copy)) as target,
             ):
                 source.backup(target)
+                found = target.execute("SELECT version_num FROM alembic_version").fetchall()
         except sqlite3.Error as error:
             raise ConfigError(
                 f"{path}: cannot be read as a SQLite database ({error}); import "
                 "takes an export (.json) or a database"
             ) from None
+        stamped = [revision for (revision,) in found]
+        newer = schema.newer_advisors(str(path), stamped, "upgrade advisor to import it")
+        if newer is not None:  # (said here, of the source: opening the copy names the copy)
+            raise newer
         store = Store(f"sqlite:///{copy}")
         try:
             return store.trials()

@@ -10,6 +10,7 @@ import datetime
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -179,6 +180,19 @@ def test_an_import_never_writes_to_its_source(db_url, tmp_path, as_url, made):
     done = advisor("import", name, db_url=db_url)
     assert done.returncode == 0 and "3 trial(s) stored, 0 already here" in done.stderr, done.stderr
     assert files_of(source.parent) == before
+
+
+def test_a_source_of_a_newer_advisor_is_named_in_its_line(db_url, tmp_path):
+    """The line named the temporary copy the import reads (/tmp/.../source.sqlite) and said to
+    give another db_url=, which names where the trials go, not where they come from."""
+    source = a_current_database(tmp_path / "theirs")
+    with sqlite3.connect(source) as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '0999'")
+    connection.close()
+    said = one_line(advisor("import", str(source), db_url=db_url), 1)
+    assert said.startswith(f"advisor: {source} was written by a newer advisor (schema 0999"), said
+    assert "upgrade advisor to import it" in said and "source.sqlite" not in said, said
+    assert "db_url" not in said and trial_count(db_url) == 0
 
 
 @pytest.mark.parametrize("as_url", [False, True], ids=["path", "url"])
