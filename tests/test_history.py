@@ -6,11 +6,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import os
+import re
+import subprocess
 
 import pytest
 from fake_backend import ENVIRONMENT, fake_result
 from rich.console import Console
-from test_cli import advisor
+from test_cli import ADVISOR, advisor
 
 from advisor.config import load, trial_spec
 from advisor.report.tables import compare_table
@@ -100,31 +103,37 @@ def test_the_command_filters_and_says_when_it_shows_fewer_than_match(db_url):
 
 
 def test_the_history_table_reads_at_80_columns(db_url):
-    """Piped output and a default terminal are 80 columns: each trial's date, status and rate
-    stay whole on its first line, the setting wraps, and device and code wait for a wider
-    terminal (the caption says so); at 110 columns and more they are shown."""
+    """Piped output and a default terminal are 80 columns: each trial's date, status, rate and
+    code stay whole on its first line and its setting whole on the next; the device joins the
+    first line where it fits (else the caption says where it is), and the setting joins it on
+    a terminal wide enough for all."""
     from rich.console import Console
 
-    from advisor.report.tables import WIDE, history_table
-    from advisor.report.terminal import rate
+    from advisor.report.tables import history_table
+    from advisor.report.terminal import describe, rate
     from advisor.result import TimingStop
 
     store, ids, _ = stored(db_url)
     results = [store.get(i) for i in ids]
-    for width in (80, WIDE):
+    for width in (80, 110, 160):
         console = Console(width=width, record=True)
         console.print(history_table(results, console.width))
         lines = console.export_text().splitlines()
         assert max(map(len, lines)) <= width
         rows = [line for line in lines if line.strip().split(" ")[0].isdigit()]
-        assert len(rows) == len(results)  # each trial's first line: id, date, status, rate
+        assert len(rows) == len(results)  # each trial's first line: id, date, status, rate, code
         for row, r in zip(rows, results, strict=True):
             assert r.created_at[:16].replace("T", " ") in row and " ok " in row
-            assert rate(r.throughput) in row
+            assert rate(r.throughput) in row and r.spec.model.fingerprint[:8] in row
+            # (NVIDIA A100-SXM4-40GB leaves the figures no room at 80 columns)
+            assert (r.environment.device_name in row) == (width > 80)
+            assert (describe(r) in row) == (width == 160)
         text = "\n".join(lines)
-        assert ("NVIDIA H200" in text) == (width >= WIDE)
-        assert (f"device and code: on a terminal {WIDE} columns wide" in text) == (width < WIDE)
+        assert ("device: on a wider terminal, or with --json" in text) == (width == 80)
         assert "≤" not in text  # no rate is a cut's bound: nothing to explain
+        if width < 160:  # each setting whole, on the line after its trial's figures
+            settings = [lines[lines.index(row) + 1].strip() for row in rows]
+            assert settings == [describe(r) for r in results]
     # every knob set: the longest setting, whose words once ended in "expandable_segme…"
     knobs = ["model=resnet50", "device=cpu", "batch_size=64", "grad_accum=4", "precision=bf16",
              "optimizer=adamw_fused", "checkpointing=blocks", "channels_last=true",
@@ -137,10 +146,44 @@ def test_the_history_table_reads_at_80_columns(db_url):
     assert "expandable_segments" in text and "adamw_fused" in text
     t = results[0].throughput
     cut = dataclasses.replace(results[0], throughput=dataclasses.replace(t, stopped=TimingStop.cut))
-    console = Console(width=WIDE, record=True)
+    console = Console(width=160, record=True)
     console.print(history_table([cut, *results[1:]], console.width))
     text = console.export_text()
     assert f"≤{rate(t)}" in text and "≤: timing cut short" in text
+
+
+def test_history_show_compare_sweeps_and_recommend_read_at_80_columns(db_url):
+    """A newcomer's terminal, 80 columns: a tiny model's parameters were "0.0 MiB", history
+    hid the code column README speaks of, and phrases broke mid-way ("10 timed / steps")."""
+    store = Store(db_url)
+    spec = trial_spec(load(["model=tiny_mlp", "device=cpu"]))
+    fake = fake_result(spec)
+    kib = dataclasses.replace(fake.memory, params_bytes=852 * 2**10, grads_bytes=852 * 2**10)
+    trial = store.add(dataclasses.replace(fake, memory=kib))
+    other = store.add(fake_result(trial_spec(load(["model=tiny_mlp", "device=cpu",
+                                                   "batch_size=64"]))))  # fmt: skip
+    sweep = store.open_sweep(Sweep("w" * 32, "tiny_mlp", "64MiB", 64 * 2**20, 0.05, None))
+    store.link(sweep.id or 0, trial.id or 0, reused=False)
+    env = {**os.environ, "COLUMNS": "80", "ADVISOR_DB_URL": db_url}
+    shown = {}
+    for verb in (
+        ["history"],
+        ["show", str(trial.id)],
+        ["compare", str(trial.id), str(other.id)],
+        ["sweeps"],
+        ["recommend", "model=tiny_mlp", "device=cpu", "gpu.memory=80GiB"],
+    ):
+        done = subprocess.run([ADVISOR, *verb], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        assert max(map(len, done.stdout.splitlines())) <= 80, done.stdout
+        assert "0.0 MiB" not in done.stdout
+        shown[verb[0]] = done.stdout
+    code = spec.model.fingerprint[:8]
+    assert "code" in shown["history"].splitlines()[1] and code in shown["history"]
+    assert re.search(r"parameters +│ +852\.0 KiB", shown["show"])
+    assert "10 timed steps after 3 warm-up" in shown["show"]  # (each phrase whole on a line)
+    assert f"code {code}" in shown["show"]  # (its phrase whole on one line)
+    assert "expandable segments" in shown["compare"]
 
 
 def test_show_and_sweeps(db_url):

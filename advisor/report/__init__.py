@@ -2,7 +2,8 @@
 workload, an optimizer, a GPU, a sweep's target) reaches rich as Text and matplotlib unparsed,
 never as a str that either would read as markup (issue 30: [/] in a name was a traceback).
 
-- terminal.py    a trial's breakdown, and the words every report shares (sizes, rates, settings)
+- terminal.py    a trial's breakdown, and the words every report shares (sizes, rates, settings,
+                 lines that a narrow terminal breaks between phrases)
 - sweep_report.py a sweep's lines, its recommendation, repeats, baseline and largest batches
 - estimate_report.py the estimate against its target
 - tables.py      stored trials as tables: history, one trial, trials side by side, the sweeps

@@ -13,8 +13,10 @@ from rich.text import Text
 from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.report.terminal import (
     CUT_LEGEND,
+    Phrases,
     describe_spec,
     gib,
+    knobs_of,
     memory_bar,
     memory_table,
     rate,
@@ -52,28 +54,28 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
 
 def recommendation_report(rec: Recommendation, confirmation: TrialResult | None) -> Group:
     target = rec.target
-    lines: list[Text | Table] = [
-        Text(
-            f"target: {'' if target.is_budget else target.name + ', '}{gib(target.memory_bytes)}, "
-            f"keeping {target.margin:.0%} free "
-            f"(fits under {gib(target.allowed_bytes)}); {rec.considered} measured settings",
+    named = "" if target.is_budget else f"{target.name}, "
+    lines: list[Text | Table | Phrases] = [
+        Phrases(
+            f"target: {named}{gib(target.memory_bytes)}, ", f"keeping {target.margin:.0%} free ",
+            f"(fits under {gib(target.allowed_bytes)}); ", f"{rec.considered} measured settings",
             style="bold",
         )
-    ]
+    ]  # fmt: skip
     best = rec.best
     if best is None or best.memory is None or best.throughput is None:
         lines.append(Text(f"no recommendation: {rec.thin}", style="red"))
         return Group(*lines)
     memory, throughput = best.memory, best.throughput
     lines.append(
-        Text.assemble(
-            ("recommended: ", "bold green"),
-            (describe_spec(best.spec), "bold"),
-            f" — {throughput.samples_per_s:,.1f} samples/s{rate_precision(throughput)}, "
-            f"device peak {gib(memory.device_peak_bytes)} of {gib(target.memory_bytes)} "
-            f"({gib(rec.margin_left_bytes)} left), trial {best.id}",
+        Phrases(
+            Text.assemble(("recommended: ", "bold green"), (describe_spec(best.spec), "bold"),
+                          " — "),
+            f"{throughput.samples_per_s:,.1f} samples/s{rate_precision(throughput)}, ",
+            f"device peak {gib(memory.device_peak_bytes)} of {gib(target.memory_bytes)} ",
+            f"({gib(rec.margin_left_bytes)} left), ", f"trial {best.id}",
         )
-    )
+    )  # fmt: skip
     if confirmation is not None and confirmation.spec.memory_cap_bytes is not None:
         cap = gib(confirmation.spec.memory_cap_bytes)
         how = (
@@ -86,7 +88,7 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
         lines.append(Text(f"caution: {rec.thin}", style="yellow"))
     elsewhere = _measured_elsewhere(rec, best)
     if elsewhere:
-        lines.append(Text(elsewhere, style="yellow"))
+        lines.append(Phrases(*elsewhere, style="yellow"))
     on_gpu = best.spec.device is Device.cuda
     lines.append(memory_table(memory, target.memory_bytes, on_gpu, of="target"))
     lines.append(memory_bar(memory, target.memory_bytes, of="target"))
@@ -96,21 +98,19 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
     return Group(*lines)
 
 
-def _measured_elsewhere(rec: Recommendation, best: TrialResult) -> str:
-    """What holds of trials run elsewhere than the target: a named GPU not this one, or a
-    budget measured on the CPU (a budget on this GPU ran under its cap: nothing to say)."""
+def _measured_elsewhere(rec: Recommendation, best: TrialResult) -> list[str]:
+    """What holds of trials run elsewhere than the target, in phrases: a named GPU not this
+    one, or a budget measured on the CPU (a budget on this GPU ran under its cap: nothing to
+    say)."""
     where = ", ".join(rec.measured_on)
     if rec.target.is_budget and best.spec.device is Device.cpu:
-        return (
-            f"throughput was measured on {where}: the memory that fits transfers to a GPU "
-            "(with the same torch version), the rates do not"
-        )
+        return [f"throughput was measured on {where}: ", "the memory that fits transfers to a GPU ",
+                "(with the same torch version), ", "the rates do not"]  # fmt: skip
     if rec.target.is_budget or rec.target.name.startswith("local"):
-        return ""
-    return (
-        f"throughput was measured on {where}, not on {rec.target.name}: the memory that "
-        "fits transfers (with the same torch version), the rates do not"
-    )
+        return []
+    return [f"throughput was measured on {where}, ", f"not on {rec.target.name}: ",
+            "the memory that fits transfers ", "(with the same torch version), ",
+            "the rates do not"]  # fmt: skip
 
 
 def repeats_line(repeats: Sequence[TrialResult], disagreement: float | None) -> Text:
@@ -171,6 +171,8 @@ def _within_intervals(versus: Against, baseline: TrialResult, best: TrialResult 
 
 
 def _results_table(title: str, results: Sequence[TrialResult], target: Target) -> Table:
+    """The recommendation's runners-up or front: one model's trials, so each setting is its
+    knobs alone (a row of tiny_mlp's at 80 columns took two lines, naming the model in each)."""
     table = Table(title=title, title_justify="left")
     for column in ("trial", "setting", "samples/s", "device peak", "fits"):
         table.add_column(column, justify="right" if column in ("trial", "samples/s") else "left")
@@ -178,7 +180,7 @@ def _results_table(title: str, results: Sequence[TrialResult], target: Target) -
         t, m = r.throughput, r.memory
         table.add_row(
             str(r.id),
-            Text(describe_spec(r.spec)),
+            Text(knobs_of(r.spec)),
             rate(t),
             gib(m.device_peak_bytes) if m else "-",
             "yes" if target.fits(r) else "no",

@@ -8,12 +8,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich import box
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from advisor.report.terminal import CUT_LEGEND, describe, gib, rate, trial_report
+from advisor.report.terminal import CUT_LEGEND, Phrases, describe, gib, rate, trial_report
 from advisor.result import Environment, TrialResult
 from advisor.spec import Device
 
@@ -21,49 +22,63 @@ if TYPE_CHECKING:  # (a sweep as the store gives it; these tables need no databa
     from advisor.store.sweeps import Sweep
 
 
-WIDE = 110  # columns a terminal needs for the history table to show each trial's device and code
-SETTING_WIDTH = len("expandable_segments")  # the setting's longest word, kept whole
+CODE_WIDTH = 8  # a workload's fingerprint, as history shows it
+GAP = "  "  # between history's columns
+FIGURES = ("id", "when (UTC)", "status", "samples/s", "device peak", "code")
 
 
-def history_table(results: Sequence[TrialResult], width: int = WIDE) -> Table:
-    """The trials, one row each. On a terminal narrower than WIDE (80 columns, or output piped
-    to a file) the device and code columns are left out, so the setting keeps room to read."""
-    wide = width >= WIDE
-    table = Table(title="stored trials, newest first", title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False)  # fmt: skip
-    columns = ["id", "when (UTC)", "setting", "status", "samples/s", "device peak"]
-    columns += ["device", "code"] if wide else []
-    for column in columns:
-        table.add_column(
-            column,
-            justify="right" if column in ("id", "samples/s") else "left",
-            no_wrap=column != "setting",  # the setting wraps at its commas; the rest stay whole
-            # min_width keeps the knobs' longest word whole; a longer one (a workload's name)
-            # folds rather than ending in …
-            overflow="fold" if column == "setting" else "ellipsis",
-            min_width=SETTING_WIDTH if column == "setting" else None,
-        )
-    for r in results:
-        t, m, env = r.throughput, r.memory, r.environment
-        row: list[RenderableType] = [
-            str(r.id),
-            (r.created_at or "")[:16].replace("T", " "),  # to the minute: ids order the rest
-            Text(describe(r)),
-            r.status.value,
-            rate(t),  # ≤ for a cut one: its rate is a bound
-            gib(m.device_peak_bytes) if m else "-",
-        ]
-        row += [Text(env.device_name) if env else "-", _code(r)] if wide else []
-        table.add_row(*row)
-    captions = [
-        "code: the workload's fingerprint (its source and the libraries' versions)"
-        if wide
-        else f"device and code: on a terminal {WIDE} columns wide, or with --json"
-    ]
-    if any(r.throughput and r.throughput.cut for r in results):
-        captions.append(CUT_LEGEND)
-    table.caption = "\n".join(captions)
-    return table
+def history_table(results: Sequence[TrialResult], width: int = 80) -> Group:
+    """The trials, newest first: each trial's figures, code and device on a line, its setting
+    last, where the terminal is that wide; else the setting whole on the next line, and the
+    device too where the figures leave it no room (80 columns, or output piped to a file). In
+    a table's column of its own, the setting wrapped over three or four lines at 80 columns
+    and the code was hidden."""
+    rows = [[*_history_row(r), _code(r)] for r in results]
+    devices = [r.environment.device_name if r.environment else "-" for r in results]
+    settings = [describe(r) for r in results]
+    widths = [max(map(cell_len, column)) for column in zip(FIGURES, *rows, strict=True)]
+    figures = sum(widths) + len(GAP) * (len(widths) - 1)
+    device = max(map(cell_len, ["device", *devices])) + len(GAP)
+    setting = max(map(cell_len, ["setting", *settings])) + len(GAP)
+    shows_device = figures + device <= width
+    one_line = figures + device + setting <= width
+
+    def line(cells: Sequence[str], device_name: str, setting_said: str = "") -> Text:
+        padded = [_padded(cell, w, right=name in ("id", "samples/s"))
+                  for name, cell, w in zip(FIGURES, cells, widths, strict=True)]  # fmt: skip
+        if shows_device:
+            padded.append(_padded(device_name, device))
+        return Text((GAP.join(padded) + setting_said).rstrip())
+
+    header = line(FIGURES, "device", "setting" if one_line else "")
+    header.stylize("bold")
+    lines: list[RenderableType] = [Text("stored trials, newest first", style="table.title"), header]
+    indent = widths[0] + len(GAP)
+    for row, on, said in zip(rows, devices, settings, strict=True):
+        if one_line:
+            lines.append(line(row, on, said))
+        else:
+            lines += [line(row, on), Padding(Text(said), (0, 0, 0, indent), expand=False)]
+    captions = ["code: the workload's fingerprint (its source and the libraries' versions)"]
+    if not shows_device:
+        captions.append("device: on a wider terminal, or with --json")
+    captions += [CUT_LEGEND] if any(r.throughput and r.throughput.cut for r in results) else []
+    lines += [Text(caption, style="table.caption") for caption in captions]
+    return Group(*lines)
+
+
+def _padded(text: str, width: int, right: bool = False) -> str:
+    """text filled to `width` cells of the terminal (a name's wide letters take two)."""
+    space = " " * (width - cell_len(text))
+    return space + text if right else text + space
+
+
+def _history_row(r: TrialResult) -> list[str]:
+    """A trial's id, when (to the minute: ids order the rest), status, rate (≤ for a cut one:
+    its rate is a bound) and device peak."""
+    when = (r.created_at or "")[:16].replace("T", " ")
+    peak = gib(r.memory.device_peak_bytes) if r.memory else "-"
+    return [str(r.id), when, r.status.value, rate(r.throughput), peak]
 
 
 def trial_view(result: TrialResult) -> Group:
@@ -79,18 +94,18 @@ def trial_view(result: TrialResult) -> Group:
     return Group(*parts)
 
 
-def environment_line(result: TrialResult) -> Text:
+def environment_line(result: TrialResult) -> Text | Phrases:
     """Where and when a trial ran, with the versions that measured it."""
     env = result.environment
     when = (result.created_at or "")[:19].replace("T", " ")
     if env is None:
         return Text(f"stored {when} UTC; its environment was not recorded", style="grey50")
-    gpu = f", driver {env.driver}, CUDA {env.cuda}" if env.driver else ""
-    return Text(
-        f"measured on {env.device_name}{gpu}, torch {env.torch}, advisor {env.advisor}, "
-        f"Python {env.python}, host {env.host}; stored {when} UTC; code {_code(result)}",
-        style="grey50",
-    )
+    gpu = [f"driver {env.driver}, ", f"CUDA {env.cuda}, "] if env.driver else []
+    return Phrases(
+        f"measured on {env.device_name}, ", *gpu, f"torch {env.torch}, ",
+        f"advisor {env.advisor}, ", f"Python {env.python}, ", f"host {env.host}; ",
+        f"stored {when} UTC; ", f"code {_code(result)}", style="grey50",
+    )  # fmt: skip
 
 
 def snapshot_line(result: TrialResult) -> Text | None:
@@ -108,7 +123,7 @@ def compare_table(results: Sequence[TrialResult]) -> Table:
     versions alike (the same setting on two torch versions is two experiments)."""
     table = Table(title="trials side by side (≠: differs)", title_justify="left")
     table.add_column("")
-    table.add_column("")
+    table.add_column("", no_wrap=True)  # "expandable / segments" at 80 columns: the values wrap
     for r in results:
         table.add_column(f"trial {r.id}", justify="right")
     for label, values in _compared(results):
@@ -167,4 +182,4 @@ def sweeps_table(sweeps: Sequence[tuple[Sweep, int]]) -> Table:
 
 def _code(r: TrialResult) -> str:
     """Which code and libraries measured it (before workloads had one: -)."""
-    return r.spec.model.fingerprint[:8] if r.spec.model.source else "-"
+    return r.spec.model.fingerprint[:CODE_WIDTH] if r.spec.model.source else "-"

@@ -4,7 +4,11 @@ reports only; everything upstream is bytes and seconds. plots.py draws the PNGs.
 
 from __future__ import annotations
 
-from rich.console import Group
+from collections.abc import Iterator
+
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -38,11 +42,44 @@ CUT_LEGEND = "≤: timing cut short once it could not beat the best; the rate is
 
 
 def gib(n: float | None) -> str:
+    """A size in the unit that shows it: GiB, MiB, KiB, or bytes (a tiny model's parameters
+    were "0.0 MiB")."""
     if n is None:
         return "-"
     if abs(n) >= 2**30:
         return f"{n / 2**30:.2f} GiB"
-    return f"{n / 2**20:.1f} MiB"
+    if abs(n) >= 2**20:
+        return f"{n / 2**20:.1f} MiB"
+    if abs(n) >= 2**10:
+        return f"{n / 2**10:.1f} KiB"
+    return f"{n:.0f} B"
+
+
+class Phrases:
+    """A line of phrases that a narrow terminal breaks between phrases, not inside one: at 80
+    columns, show's "10 timed steps after 3 warm-up" read "10 timed / steps after 3 warm-up".
+    A phrase wider than the terminal wraps as any text does."""
+
+    def __init__(self, *phrases: str | Text, style: str = "") -> None:
+        """Each phrase ends in what separates it from the next ("median, ", "of it; ")."""
+        self.phrases = [Text(p) if isinstance(p, str) else p for p in phrases]
+        self.style = style
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
+        line = Text(style=self.style)
+        for phrase in self.phrases:
+            ends = line.cell_len + cell_len(phrase.plain.rstrip())
+            if line.plain.strip() and ends > options.max_width:
+                line.rstrip()
+                yield line
+                line = Text(style=self.style)
+            line.append_text(phrase)
+        line.rstrip()
+        yield line
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = max((cell_len(p.plain.rstrip()) for p in self.phrases), default=0)
+        return Measurement(widest, sum(p.cell_len for p in self.phrases))
 
 
 def describe(result: TrialResult) -> str:
@@ -50,6 +87,12 @@ def describe(result: TrialResult) -> str:
 
 
 def describe_spec(s: TrialSpec) -> str:
+    return f"{s.model.name} on {s.device.value}: {knobs_of(s)}"
+
+
+def knobs_of(s: TrialSpec) -> str:
+    """A setting's knobs, without the model and device that a table of one model's trials
+    names once."""
     knobs = [f"batch {s.batch_size}"]
     if s.grad_accum > 1:
         knobs.append(f"x{s.grad_accum} accum")
@@ -59,7 +102,7 @@ def describe_spec(s: TrialSpec) -> str:
     knobs += [
         name for name in ("channels_last", "compile", "expandable_segments") if getattr(s, name)
     ]
-    return f"{s.model.name} on {s.device.value}: " + ", ".join(knobs)
+    return ", ".join(knobs)
 
 
 def trial_report(result: TrialResult, device_memory: int | None) -> Group:
@@ -77,7 +120,7 @@ def trial_report(result: TrialResult, device_memory: int | None) -> Group:
         title,
         memory_table(result.memory, device_memory, on_gpu=result.spec.device is Device.cuda),
         memory_bar(result.memory, device_memory),
-        _throughput_line(result),
+        _throughput_lines(result),
     )
 
 
@@ -141,37 +184,35 @@ def memory_bar(memory: Memory, device_memory: int | None, of: str = "GPU") -> Te
     return Text.assemble(*cells, legend)
 
 
-def _throughput_line(result: TrialResult) -> Text:
+def _throughput_lines(result: TrialResult) -> Group:
     t = result.throughput
     assert t is not None
     cpu = " on the CPU" if result.spec.device.value == "cpu" else ""
-    parts = [
-        f"{rate(t)} samples/s{cpu}{rate_precision(t)}",
-        f"step {t.step_s_median * 1e3:.2f} ms median, IQR {t.spread:.1%} of it",
-        f"{t.timed_steps} timed steps after {t.warmup_steps} warm-up",
-    ]
+    rates = [f"throughput: {rate(t)} samples/s{cpu}{rate_precision(t)}"]
     if t.tokens_per_s:
-        parts.insert(1, f"{t.tokens_per_s:,.0f} tokens/s")
+        rates.append(f"{t.tokens_per_s:,.0f} tokens/s")
+    steps = [f"step {t.step_s_median * 1e3:.2f} ms median, ", f"IQR {t.spread:.1%} of it; ",
+             f"{t.timed_steps} timed steps after {t.warmup_steps} warm-up"]  # fmt: skip
     if t.mfu is not None:
-        parts.append(f"MFU {t.mfu:.1%}")
-    line = Text("throughput: " + "; ".join(parts))
+        steps[-1] += "; "
+        steps.append(f"MFU {t.mfu:.1%}")
+    lines: list[Text | Phrases] = [Phrases(*[f"{r}; " for r in rates], *steps)]
     if t.cut:
-        line.append("\ntiming cut short: it could not beat the sweep's best", "yellow")
+        lines.append(Text("timing cut short: it could not beat the sweep's best", "yellow"))
     if t.first_step_s is not None:
         first = "compiling" if result.spec.compile else "the first step"
         cuda = "" if cpu else " (and CUDA)"
-        line.append(
-            f"\ntime: building {t.setup_s:.1f} s, {first} {t.first_step_s:.1f} s, the other "
-            f"warm-up {t.warmup_s:.1f} s, timing {t.timing_s:.1f} s; {result.wall_s:.1f} s in all, "
-            f"with starting the process{cuda}",
-            "grey50",
-        )
+        lines.append(Phrases(
+            f"time: building {t.setup_s:.1f} s, ", f"{first} {t.first_step_s:.1f} s, ",
+            f"the other warm-up {t.warmup_s:.1f} s, ", f"timing {t.timing_s:.1f} s; ",
+            f"{result.wall_s:.1f} s in all, with starting the process{cuda}",
+            style="grey50",
+        ))  # fmt: skip
     known = t.precision if t.precision is not None else t.spread
     if known > NOISY:
-        line.append(
-            f"\nnoisy: the rate is known to ±{known:.0%} only; trust it no better", "yellow"
-        )
-    return line
+        lines.append(Text(f"noisy: the rate is known to ±{known:.0%} only; trust it no better",
+                          "yellow"))  # fmt: skip
+    return Group(*lines)
 
 
 def _share(value: int | None, total: int | None) -> str:
