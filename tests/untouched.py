@@ -50,3 +50,23 @@ def in_a_namespace(script: str) -> subprocess.CompletedProcess[str]:
     if "mount:" in done.stderr or "unshare:" in done.stderr:
         pytest.skip(f"cannot mount in a namespace here: {done.stderr.strip()}")
     return done
+
+
+def tear_immutable_reads(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """Each opening of a SQLite file immutable (without locks) reads, in path's place, path as
+    a writer's commit in the middle of such a read could leave it: its first page's tables
+    overwritten ("database disk image is malformed"). An opening with locks reads path as it
+    is."""
+    torn = path.with_name(f"torn-{path.name}")
+    page_size = int.from_bytes(path.read_bytes()[16:18], "big")
+    data = bytearray(path.read_bytes())
+    data[100:page_size] = b"\xff" * (page_size - 100)  # (after the file's 100-byte header)
+    torn.write_bytes(data)
+    connect = sqlite3.connect
+
+    def tearing(database: str, *args: object, **kwargs: object) -> sqlite3.Connection:
+        if "immutable=1" in str(database):
+            database = f"file:{torn}?immutable=1"
+        return connect(database, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlite3, "connect", tearing)

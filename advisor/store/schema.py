@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
@@ -37,6 +37,7 @@ READ_ELSEWHERE = "measure a trial first, or name advisor's database with db_url=
 # adds 20-30 KiB to the WAL, and a write rolled back (check_writable) needs none, so a full
 # disk passed that check and the measurement was lost after it (issue 30)
 SPACE_FLOOR_BYTES = 1 << 20
+_T = TypeVar("_T")
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -87,32 +88,43 @@ def engine_for(url: str, read_only: bool = False) -> Engine:
     return engine
 
 
-def read_only_connection(file: Path, once: bool = False) -> sqlite3.Connection:
+def read_only_connection(file: Path) -> sqlite3.Connection:
     """A connection to a SQLite file that cannot write it, nor create it (mode=ro). A WAL
     database in a folder that cannot be written (a read-only mount) cannot be opened so: its
     shared-memory file cannot be made there. It is then opened immutable, SQLite's way to read
-    such a file: as the file is, without locks (no writer can use that mount either).
-
-    once: for one read of the file as it is now (what it holds, an import's copy), not for a
-    reader that must see what is written later (the server). A WAL database that no process has
-    open (no -wal beside it: all it holds is in the file) is then read immutable too, where
-    mode=ro would leave an empty -wal and -shm beside it."""
-
-    def connect(mode: str) -> sqlite3.Connection:
-        uri = f"file:{quote(str(file.absolute()))}?{mode}"
-        return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
-
-    if once and _in_wal(file) and not file.with_name(f"{file.name}-wal").exists():
-        return connect("immutable=1")
-    connection = connect("mode=ro")
+    such a file: as the file is, without locks (no writer can use that mount either)."""
+    connection = _connect(file, "mode=ro")
     try:
         connection.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # (opened at the first read)
     except sqlite3.OperationalError as error:
         connection.close()
         if error.sqlite_errorname != "SQLITE_CANTOPEN" or not file.is_file():
             raise
-        return connect("immutable=1")
+        return _connect(file, "immutable=1")
     return connection
+
+
+def read_once(file: Path, read: Callable[[sqlite3.Connection], _T]) -> _T:
+    """read(connection) for one read of a SQLite file as it is now (what it holds, an import's
+    copy), not for a reader that must see what is written later (the server); the connection
+    cannot write, and is closed after. A WAL database that no process has open (no -wal beside
+    it: all it holds is in the file) is read immutable, where mode=ro would leave an empty -wal
+    and -shm beside it. That read takes no lock: a writer that opened the file just after it was
+    looked at could commit in its middle and tear it ("database disk image is malformed"), so
+    it is read again with mode=ro, which locks, before the file is said to be damaged."""
+    if _in_wal(file) and not file.with_name(f"{file.name}-wal").exists():
+        try:
+            with closing(_connect(file, "immutable=1")) as connection:
+                return read(connection)
+        except sqlite3.DatabaseError:
+            pass  # (torn, or damaged: read with locks, it says which)
+    with closing(read_only_connection(file)) as connection:
+        return read(connection)
+
+
+def _connect(file: Path, mode: str) -> sqlite3.Connection:
+    uri = f"file:{quote(str(file.absolute()))}?{mode}"
+    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
 
 
 def _in_wal(file: Path) -> bool:
@@ -125,11 +137,11 @@ def _in_wal(file: Path) -> bool:
 
 
 def tables_of(file: Path) -> list[str]:
-    """The tables a SQLite file holds, read once, leaving nothing beside it
-    (read_only_connection's once); sqlite3.Error for a file that is no database."""
-    with closing(read_only_connection(file, once=True)) as connection:
-        found = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        return sorted(name for (name,) in found)
+    """The tables a SQLite file holds, read once (read_once: nothing is left beside it);
+    sqlite3.Error for a file that is no database."""
+    query = "SELECT name FROM sqlite_master WHERE type = 'table'"
+    found = read_once(file, lambda connection: connection.execute(query).fetchall())
+    return sorted(name for (name,) in found)
 
 
 def require_advisors(tables: list[str], what: str, todo: str) -> None:

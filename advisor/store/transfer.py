@@ -210,18 +210,15 @@ def _trials_of(source: str) -> list[TrialResult]:
 def _from_sqlite(path: Path) -> list[TrialResult]:
     """The trials of an advisor SQLite database, read from a copy (opening a database of an
     older schema upgrades it: the copy is, the source is not). The source is read once, as it
-    is (schema.read_only_connection's once), and copied by sqlite3's backup (the file alone can
-    miss what its write-ahead log holds)."""
+    is (schema.read_once), and copied by sqlite3's backup (the file alone can miss what its
+    write-ahead log holds)."""
     with tempfile.TemporaryDirectory() as folder:
         copy = Path(folder) / "source.sqlite"
         try:
             todo = "import takes an export (.json) or advisor's database"
             schema.require_advisors(schema.tables_of(path), str(path), todo)
-            with (
-                closing(schema.read_only_connection(path, once=True)) as source,
-                closing(sqlite3.connect(copy)) as target,
-            ):
-                source.backup(target)
+            with closing(sqlite3.connect(copy)) as target:
+                schema.read_once(path, lambda source: source.backup(target))
                 found = target.execute("SELECT version_num FROM alembic_version").fetchall()
         except sqlite3.Error as error:
             raise ConfigError(

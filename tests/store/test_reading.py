@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 from test_cli import ADVISOR, advisor
 from test_history import stored
-from untouched import another_apps_database, files_of, in_a_namespace, one_line
+from untouched import (
+    another_apps_database,
+    files_of,
+    in_a_namespace,
+    one_line,
+    tear_immutable_reads,
+)
 
 from advisor.errors import ConfigError
 
@@ -84,6 +90,21 @@ def test_a_read_only_database_is_read_by_every_reading_verb(tmp_path, wal):
     assert json.loads(show)["id"] == ids[0] and "trials side by side" in compare
     assert len(json.loads(sweeps)) == 1
     assert sorted(p.name for p in folder.iterdir()) == ["results.sqlite"]
+
+
+def test_a_read_that_a_writer_tore_is_read_again_with_locks(tmp_path, monkeypatch):
+    """advisor's database, closed (WAL, no -wal beside it), is read once immutable, without
+    locks: a writer that opened it just after it was looked at could commit in the middle of
+    that read, and what SQLite then found ("database disk image is malformed") was said as a
+    damaged database. It is read again, with locks."""
+    path = tmp_path / "results.sqlite"
+    store, ids, _ = stored(f"sqlite:///{path}")
+    store.engine.dispose()
+    assert journal_mode(path) == "wal" and not path.with_name(f"{path.name}-wal").exists()
+    tear_immutable_reads(monkeypatch, path)
+    from advisor import history
+
+    assert sorted(r.id for r in history(db_url=f"sqlite:///{path}")) == sorted(ids)
 
 
 @pytest.mark.parametrize("when", ["9999-12-31T23:59:59-01:00", "0001-01-01T00:30:00+01:00"])

@@ -18,11 +18,17 @@ import pytest
 from conftest import spec_of
 from fake_backend import fake_result
 from test_cli import ADVISOR, advisor, trial_count
-from untouched import another_apps_database, files_of, in_a_namespace, one_line
+from untouched import (
+    another_apps_database,
+    files_of,
+    in_a_namespace,
+    one_line,
+    tear_immutable_reads,
+)
 
 from advisor.store.records import to_record
 from advisor.store.store import Store
-from advisor.store.transfer import FORMAT
+from advisor.store.transfer import FORMAT, import_into
 
 SCHEMAS = Path(__file__).parent.parent / "schemas"
 SPEC = spec_of("model=tiny_mlp", "batch_size=4")
@@ -193,6 +199,14 @@ def test_a_source_of_a_newer_advisor_is_named_in_its_line(db_url, tmp_path):
     assert said.startswith(f"advisor: {source} was written by a newer advisor (schema 0999"), said
     assert "upgrade advisor to import it" in said and "source.sqlite" not in said, said
     assert "db_url" not in said and trial_count(db_url) == 0
+
+
+def test_a_source_that_a_writer_tore_is_read_again_with_locks(db_url, tmp_path, monkeypatch):
+    """A closed WAL source is read immutable, without locks (none is left beside it), which a
+    writer's commit in the middle of it could tear: that was said as a damaged database."""
+    source = a_current_database(tmp_path / "theirs")
+    tear_immutable_reads(monkeypatch, source)
+    assert import_into(str(source), db_url) == (3, 0)
 
 
 @pytest.mark.parametrize("as_url", [False, True], ids=["path", "url"])
