@@ -13,6 +13,7 @@ import functools
 import math
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from advisor.result import Environment, TrialResult
@@ -134,7 +135,7 @@ def _hints(cls: type) -> dict[str, Any]:
     return {field.name: hints[field.name] for field in dataclasses.fields(cls)}
 
 
-def _fits(table: Any, values: dict[str, Any]) -> None:
+def _fits(table: Any, values: Mapping[str, Any]) -> None:
     """ValueError for text longer than its column of the table. (A trial's other text columns
     hold Enum values, or are Text.)"""
     for column in table.__table__.columns:

@@ -6,6 +6,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
@@ -23,6 +24,7 @@ from advisor.result import (
     TimingStop,
     TrialResult,
 )
+from advisor.store import rows
 from advisor.store.schema import MIGRATIONS
 from advisor.store.store import Store
 from advisor.store.tables import Base
@@ -112,6 +114,16 @@ def test_a_trial_read_once_is_not_read_again_by_another_store(db_url):
     Store(db_url).add(an_ok_result(32))
     first, again = Store(db_url).trials(), Store(db_url).trials()
     assert len(first) == 1 and again[0] is first[0]
+
+
+def test_a_specs_columns_worked_out_once_cannot_be_changed_by_a_caller():
+    """They are kept for each spec and handed to every caller: one that changed them changed
+    the columns of every later trial of that spec stored in the process."""
+    spec = an_ok_result(32).spec
+    columns = rows.spec_columns(spec)
+    with pytest.raises(TypeError):
+        columns["batch_size"] = 64  # type: ignore[index]
+    assert rows.spec_columns(spec)["batch_size"] == 32
 
 
 def test_a_database_made_again_at_the_same_url_is_not_answered_from_the_old_one(tmp_path):
