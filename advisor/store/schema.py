@@ -280,7 +280,7 @@ def free_bytes(url: str) -> int | None:
         disk = os.statvfs(file.resolve().parent) if file else None
     except (ArgumentError, OSError, AttributeError):  # (no folder yet; no statvfs on Windows)
         return None
-    if disk is None:
+    if disk is None or disk.f_blocks == 0:  # (no disk at all: /proc, /sys say 0 of 0 free)
         return None
     return disk.f_bavail * disk.f_frsize
 
