@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from advisor.emit.lines import TrainerConfig
+from advisor.emit.trainers import Trainer, trainer_config
 from advisor.errors import ConfigError
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
@@ -31,6 +33,14 @@ class Recommendation:
         if self.best is None or self.best.memory is None:
             return None
         return self.target.memory_bytes - self.best.memory.device_peak_bytes
+
+    def emit(self, trainer: str | Trainer) -> TrainerConfig:
+        """The recommended setting in a trainer's words (hf, lightning, accelerate, torch), as
+        its installed library names it; its .text is ready to save. ConfigError where nothing
+        fits."""
+        if self.best is None:
+            raise ConfigError(f"nothing to emit: {self.thin or 'no measured setting fits'}")
+        return trainer_config(self.best.spec, trainer)
 
     def to_dict(self) -> dict[str, object]:
         return {

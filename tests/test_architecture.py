@@ -25,6 +25,7 @@ LAYERS = (
     "config",  # Hydra: settings composed into specs
     "arguments",  # the Python API's arguments as settings
     "estimation",  # memory without a GPU
+    "emit",  # a setting in a trainer's words
     "recommendation",  # the fastest setting that fits, from results
     "search",  # the sweep
     "report",  # what the terminal shows
