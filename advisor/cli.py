@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -21,9 +22,10 @@ from advisor.console import (
     prints_to_stderr,
     replace_unencodable,
 )
+from advisor.emit.trainers import Trainer, require, trainer_of
 from advisor.errors import AdvisorError, EstimateError, StoreError, TrialNotKept
 from advisor.history_cli import history_commands
-from advisor.recommendation import Against
+from advisor.recommendation import Against, Recommendation
 from advisor.report import estimate_report, plots, sweep_report, tables, terminal
 from advisor.result import Status
 from advisor.store.store import Store
@@ -117,8 +119,10 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     Running the same command again resumes an interrupted sweep (or, while it
       runs elsewhere on the same database, joins it). The plot goes beside a
       SQLite database (plots/) unless plot=FILE.png names it.
+    emit=hf|lightning|accelerate|torch prints the answer as that trainer's
+      configuration, ready to save (the report goes to stderr); --json adds it.
     """
-    given = overrides or []
+    trainer, given = _emit_option(overrides or [])
     from advisor import verbs
     from advisor.report.progress import SweepDisplay
     from advisor.search.answer import NEAR
@@ -153,6 +157,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
                 "elapsed_s": outcome.elapsed_s,
                 "time_to_98_s": outcome.time_to_answer_s,
                 "workers": outcome.workers,
+                "resumed": outcome.resumed and dataclasses.asdict(outcome.resumed),
             },
             "baseline": outcome.baseline.to_dict() if outcome.baseline else None,
             "versus_baseline": _as_dict(outcome.against_baseline),
@@ -160,16 +165,22 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
             "confirmation": outcome.confirmation.to_dict() if outcome.confirmation else None,
             "repeats": [r.to_dict() for r in outcome.repeats],
             "disagreement": outcome.disagreement,
+            "load": outcome.load.to_dict() if outcome.load else None,
             "largest_batches": largest,
+            **_emitted_dict(rec, trainer),
         }
         print(json.dumps(payload, indent=2))
     else:
-        out.print(sweep_report.recommendation_report(rec, outcome.confirmation))
-        out.print(sweep_report.repeats_line(outcome.repeats, outcome.disagreement))
-        out.print(sweep_report.baseline_line(outcome.baseline, outcome.against_baseline, rec))
-        out.print(sweep_report.timing_line(outcome.elapsed_s, outcome.time_to_answer_s, NEAR))
+        report = err if trainer else out  # stdout holds the configuration alone
+        report.print(sweep_report.recommendation_report(rec, outcome.confirmation))
+        report.print(sweep_report.repeats_line(outcome.repeats, outcome.disagreement))
+        report.print(sweep_report.baseline_line(outcome.baseline, outcome.against_baseline, rec))
+        for line in sweep_report.load_lines(outcome.load):
+            report.print(line)
+        report.print(sweep_report.timing_line(outcome.elapsed_s, outcome.time_to_answer_s, NEAR))
         if largest:
-            out.print(sweep_report.largest_batches_table(largest, outcome.target))
+            report.print(sweep_report.largest_batches_table(largest, outcome.target))
+        _print_emitted(rec, trainer)
     if rec.considered and plot is not None:
         err.print(f"plot of throughput against memory: {plot}", highlight=False)
     if rec.best is None:
@@ -184,17 +195,24 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
     Examples:
       advisor recommend model=resnet50 gpu=a100_40gb effective_batch_size=256
       advisor recommend workload=my_model.py:workload gpu.memory=24GiB --json
+      advisor recommend model=gpt2 gpu=h200 emit=hf > training_args.py
     Throughput comes from whatever GPU measured it (the output says which);
     whether a setting fits transfers between GPUs with the same torch version.
+    emit=hf|lightning|accelerate|torch prints the answer as transformers'
+    TrainingArguments, Lightning's Trainer, an accelerate config file or plain
+    PyTorch, named as the installed library names them, ready to save (the
+    report goes to stderr); --json adds it as "emit".
     """
+    trainer, given = _emit_option(overrides or [])
     from advisor import verbs
 
     with prints_to_stderr():
-        rec = verbs.recommend(overrides=overrides or [])
+        rec = verbs.recommend(overrides=given)
     if as_json:
-        print(json.dumps(rec.to_dict(), indent=2))
+        print(json.dumps({**rec.to_dict(), **_emitted_dict(rec, trainer)}, indent=2))
     else:
-        out.print(sweep_report.recommendation_report(rec, None))
+        (err if trainer else out).print(sweep_report.recommendation_report(rec, None))
+        _print_emitted(rec, trainer)
     if rec.best is None:
         raise typer.Exit(1)
 
@@ -237,6 +255,40 @@ def _check_plot(plot: str | None) -> None:
 
 def _as_dict(versus: Against | None) -> dict[str, object] | None:
     return versus.to_dict() if versus else None
+
+
+def _emit_option(overrides: list[str]) -> tuple[Trainer | None, list[str]]:
+    """emit=TRAINER, the command's own (not a setting Hydra composes), out of the overrides:
+    checked, and its library found, before anything is measured."""
+    trainer = None
+    rest = []
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if key.strip() == "emit" and sep:
+            trainer = trainer_of(value.strip())
+            require(trainer)
+        else:
+            rest.append(item)
+    return trainer, rest
+
+
+def _emitted_dict(rec: Recommendation, trainer: Trainer | None) -> dict[str, object]:
+    """--json's "emit": the configuration, or null where nothing fits."""
+    if trainer is None:
+        return {}
+    return {"emit": rec.emit(trainer).to_dict() if rec.best else None}
+
+
+def _print_emitted(rec: Recommendation, trainer: Trainer | None) -> None:
+    """The configuration, as is on stdout (no console wrapping its lines), ready to save."""
+    if trainer is None:
+        return
+    if rec.best is None:
+        err.print(
+            f"advisor: nothing to write as emit={trainer.value}: no setting fits", highlight=False
+        )
+        return
+    sys.stdout.write(rec.emit(trainer).text)
 
 
 # The database and an estimate that cannot run: 1, as for a trial that crashed; the rest of

@@ -126,6 +126,9 @@ class Throughput:
     first_step_s: float | None = None  # the first step: compilation, cuDNN's benchmark
     warmup_s: float | None = None  # the other untimed steps
     timing_s: float | None = None  # the timed steps
+    # Stored since schema 0009 (None before): how busy the machine was with other work while
+    # the steps were timed, as others' share of every core's time (trial/machine_load.py)
+    machine_load: float | None = None
 
     @property
     def spread(self) -> float:

@@ -29,15 +29,15 @@ from advisor.recommendation import (
     Recommendation,
     against,
     disagreement,
-    typical,
 )
 from advisor.recommendation import recommend as recommend_from
-from advisor.result import TrialResult
+from advisor.result import Status, TrialResult
 from advisor.search import study
-from advisor.search.answer import NEAR, Answer, time_to
+from advisor.search.answer import NEAR, Answer, LoadCheck, time_to
 from advisor.search.backend import WorkerBackend, local_device, worker_slots
 from advisor.search.space import Space, space_of
 from advisor.search.steps import Step, SweepProgress
+from advisor.search.study import Resumed
 from advisor.search.sweeper import Sweeper
 from advisor.spec import Device, TrialSpec
 from advisor.store.sharing import SharedSweep
@@ -187,6 +187,10 @@ class SweepOutcome:
     # seconds until a setting within NEAR of the recommendation's rate was measured
     time_to_answer_s: float | None
     workers: int
+    # the earlier run it took up again, and what was given otherwise; None for a new sweep
+    resumed: Resumed | None = None
+    # rates taken under other loads than the answer's: measured again, or said to be apart
+    load: LoadCheck | None = None
 
     @property
     def against_baseline(self) -> Against | None:
@@ -203,7 +207,9 @@ class SweepOutcome:
 class SweepEvents:
     """What a sweep tells as it goes (the command line shows it; Python callers may listen)."""
 
-    started: Callable[[int, str, int, int], None] = lambda sweep_id, what, resumed, workers: None
+    started: Callable[[int, str, Resumed | None, int], None] = (
+        lambda sweep_id, what, resumed, workers: None
+    )
     step: Callable[[SweepProgress, Step], None] = lambda progress, step: None
     measuring: Callable[[int, TrialSpec], None] = lambda slot, spec: None  # worker slot's spec
     phase: Callable[[int, str], None] = lambda slot, phase: None  # building, compiling, ...
@@ -219,6 +225,7 @@ class SweepPlan:
     cap: int | None  # the cap every trial runs under (a target smaller than the local GPU)
     space: Space
     slots: list[str | None]  # the workers' devices (CUDA_VISIBLE_DEVICES entries)
+    arguments: tuple[str, ...]  # what was given, as KEY=VALUE overrides, sorted
 
 
 def plan(
@@ -240,7 +247,8 @@ def plan(
         config.space_config(cfg), config.searched_optimizers(cfg, named), base,
         cfg.effective_batch_size, target.memory_bytes,
     )  # fmt: skip
-    return SweepPlan(cfg, base, target, cap, space, worker_slots(str(cfg.workers), base.device))
+    slots = worker_slots(str(cfg.workers), base.device)
+    return SweepPlan(cfg, base, target, cap, space, slots, tuple(sorted(named)))
 
 
 def sweep(
@@ -264,7 +272,7 @@ def sweep(
     store = Store(cfg.db_url)
     record = store.open_sweep(
         Sweep(key, base.model.name, target.name, target.memory_bytes, target.margin,
-              space.effective_batch_size)
+              space.effective_batch_size, arguments=planned.arguments)
     )  # fmt: skip
     assert record.id is not None
     sweep_id = record.id
@@ -273,11 +281,12 @@ def sweep(
         gpus=slots, compile_cache=store.compile_cache(), on_phase=events.phase, sweep_id=sweep_id,
     )  # fmt: skip
     earlier = store.sweep_trials(sweep_id)
+    taken_up = study.resumed(record, optuna_study.study_name, len(earlier), planned.arguments)
     events.started(
         sweep_id,
         f"{base.model.name} on {device_name} for {target.name}: {space.size()} combinations to "
         "search",
-        len(earlier),
+        taken_up,
         len(slots),
     )
     history = store.trials(model=base.model.name)
@@ -304,14 +313,17 @@ def sweep(
         # recommended from the space asked for (the baseline may lie outside it)
         results = [r for r in sweeper.results.values() if space.params(r.spec) is not None]
         answer = Answer(store, backend, events.measuring, cap, device_name, torch_version, others)
-        rec, results = answer.settle(results, target, space.effective_batch_size)
+        measured = baseline.result is not None and baseline.result.status is Status.ok
+        rec, results = answer.settle(
+            results, target, space.effective_batch_size, base if measured else None
+        )
         store.finish_sweep(sweep_id, reason)
         return SweepOutcome(
             sweep_id=sweep_id,
             target=target,
             device_name=device_name,
             stop_reason=reason,
-            baseline=baseline.result and typical(baseline.result, results, target),
+            baseline=baseline.result and answer.baseline(baseline.result, results, target),
             recommendation=rec,
             confirmation=answer.repeats[0] if answer.repeats else None,
             repeats=answer.repeats,
@@ -320,4 +332,6 @@ def sweep(
             elapsed_s=elapsed_s,
             time_to_answer_s=time_to(1 - NEAR, sweeper.progress, rec.best),
             workers=len(slots),
+            resumed=taken_up,
+            load=answer.load_check(results, target),
         )

@@ -27,6 +27,7 @@ from advisor.report import plots, sweep_report, tables
 from advisor.report.progress import SweepDisplay
 from advisor.result import Failure, Status, TrialResult
 from advisor.search.steps import Settled, Step, SweepProgress
+from advisor.search.study import Resumed
 from advisor.service.server import create_app
 from advisor.store.store import Store
 from advisor.store.sweeps import Sweep
@@ -99,11 +100,14 @@ def test_the_report_hands_names_to_rich_as_text(tmp_path, name):
         assert name in console.export_text(), renderable
     display = Console(file=io.StringIO(), width=300, force_terminal=True, record=True)
     with SweepDisplay(display, trials=3, minutes=None) as shown:
-        shown.started(1, f"{name} on {name} for {name}", resumed=0, workers=1)
+        resumed = Resumed(1, f"{name} for {name}", None, 3, (f"model={name}",), ())
+        shown.started(1, f"{name} on {name} for {name}", resumed=resumed, workers=1)
         shown.measuring(0, result.spec)
         shown.bar.refresh()
     shown_text = display.export_text()
     assert f"sweep 1: {name} on {name}" in shown_text and f"{name} on cuda" in shown_text
+    assert f"study '{name} for {name}'" in shown_text.replace("\n", "")
+    assert f"model={name} then" in shown_text.replace("\n", "")
     plots.save_memory_png(result, 40 * 2**30, tmp_path / "breakdown.png")  # $: not mathtext
     plots.save_sweep_png([result, other], rec, tmp_path / "sweep.png")
 

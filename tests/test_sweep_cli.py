@@ -60,9 +60,12 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
     assert measured >= 4 + len(repeats) - 1
     assert linked == measured  # every trial linked to its sweep
 
-    again = advisor(*SWEEP, f"plot={png}", "--json", db_url=db_url)
+    again = advisor(*SWEEP, "patience=7", f"plot={png}", "--json", db_url=db_url)
     assert again.returncode == 0, again.stderr
-    assert f"resuming with {measured} trials" in again.stderr
+    said = " ".join(again.stderr.split())  # (however the terminal wrapped it)
+    assert f"resuming sweep {answer['sweep']['id']} (Optuna study 'tiny_mlp for " in said
+    assert f"with its {measured} trials; arguments not as when begun: patience=7 now" in said
+    assert json.loads(again.stdout)["sweep"]["resumed"]["now"] == ["patience=7"]
     assert trial_count(db_url) == measured  # nothing measured twice
     assert json.loads(again.stdout)["recommendation"] == best
 
@@ -163,7 +166,7 @@ def test_a_killed_sweep_resumes_without_measuring_anything_twice(db_url, tmp_pat
         *SWEEP[:4], "trials=5", *SWEEP[5:], f"plot={tmp_path / 's.png'}", "--json", db_url=db_url
     )
     assert again.returncode == 0, again.stderr
-    assert f"resuming with {before} trials" in again.stderr
+    assert f"with its {before} trials" in " ".join(again.stderr.split())
     with create_engine(db_url).connect() as connection:
         hashes = [h for (h,) in connection.exec_driver_sql("select spec_hash from trials")]
     # The search's 5 measurements (the budget spans both runs) are 5 specs: nothing twice. The

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from advisor.report import sweep_report, terminal
 from advisor.search.steps import Step, SweepProgress
+from advisor.search.study import Resumed
 from advisor.spec import TrialSpec
 
 
@@ -54,11 +55,12 @@ class SweepDisplay:
         self._stop.set()
         self.bar.stop()
 
-    def started(self, sweep_id: int, what: str, resumed: int, workers: int) -> None:
+    def started(self, sweep_id: int, what: str, resumed: Resumed | None, workers: int) -> None:
         line = f"sweep {sweep_id}: {what}"
         line += f", up to {workers} trials at a time" if workers > 1 else ""
-        line += f", resuming with {resumed} trials" if resumed else ""
         self.console.print(line, highlight=False, markup=False)  # (names: the model's, the GPU's)
+        if resumed is not None:
+            self.console.print(sweep_report.resumed_line(resumed))
 
     def measuring(self, slot: int, spec: TrialSpec) -> None:
         with self._lock:

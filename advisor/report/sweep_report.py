@@ -23,9 +23,12 @@ from advisor.report.terminal import (
     rate_precision,
 )
 from advisor.result import Status, TrialResult
+from advisor.search.answer import LoadCheck
 from advisor.search.steps import Step, SweepProgress
+from advisor.search.study import Resumed
 from advisor.spec import Device, TrialSpec
 from advisor.target import Target
+from advisor.trial.machine_load import LOAD_NOISE
 
 
 def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
@@ -36,6 +39,8 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
         if t is not None and t.cut:
             rate = f"{t.samples_per_s:,.1f}/s (cut: cannot beat the best)"
         fate = f"{rate}, peak {gib(m.device_peak_bytes)} ({'fits' if step.feasible else 'too big'})"
+        if t is not None and t.machine_load is not None and t.machine_load > LOAD_NOISE:
+            fate += f", others used {t.machine_load:.0%} of the CPUs"
     elif step.result is not None:
         fate = step.result.status.value
     else:
@@ -122,6 +127,56 @@ def repeats_line(repeats: Sequence[TrialResult], disagreement: float | None) -> 
     if disagreement > DISAGREE:
         return Text(f"{line}: these measurements disagree; do not take one as fact", "yellow")
     return Text(line)
+
+
+def resumed_line(resumed: Resumed) -> Phrases:
+    """Which study a sweep took up again, and the arguments it was begun with otherwise."""
+    begun = f"begun {resumed.begun_at[:16].replace('T', ' ')} UTC, " if resumed.begun_at else ""
+    phrases = [
+        f"resuming sweep {resumed.sweep_id} ", f"(Optuna study '{resumed.study}'), ",
+        begun, f"with its {resumed.trials} trials",
+    ]  # fmt: skip
+    differ = [f"{a} then" for a in resumed.then or ()] + [f"{a} now" for a in resumed.now or ()]
+    if differ:
+        phrases[-1] += "; "
+        phrases += ["arguments not as when begun: ", *(f"{d}, " for d in differ[:-1]),
+                    f"{differ[-1]} ", "(the same space and target: the same sweep)"]  # fmt: skip
+    return Phrases(*phrases, style="yellow" if differ else "")
+
+
+def load_lines(load: LoadCheck | None) -> list[Phrases]:
+    """Rates taken while other work loaded the machine differently: measured again, or said
+    not to compare."""
+    if load is None:
+        return []
+    lines = []
+    for old, new in load.measured_again:
+        lines.append(
+            Phrases(
+                f"measured again under the load of now: {knobs_of(old.spec)}, ",
+                f"{rate(old.throughput)}/s while others used {busy(old)} of the CPUs ",
+                f"(trial {old.id}), ", f"{rate(new.throughput)}/s at {busy(new)} (trial {new.id})",
+            )
+        )  # fmt: skip
+    if load.apart:
+        loads = sorted(busy(r) for r in load.apart)
+        span = loads[0] if loads[0] == loads[-1] else f"{loads[0]} to {loads[-1]}"
+        n = len(load.apart)
+        lines.append(
+            Phrases(
+                f"caution: {n} fitting setting{'s were' if n > 1 else ' was'} ranked by rates ",
+                f"taken while others used {span} of the CPUs ", f"(now {load.now:.0%}), ",
+                "not measured again: compare them with care",
+                style="yellow",
+            )
+        )  # fmt: skip
+    return lines
+
+
+def busy(result: TrialResult) -> str:
+    """Others' share of the CPUs while a trial was timed ("?" where it is not known)."""
+    load = result.throughput.machine_load if result.throughput else None
+    return "?" if load is None else f"{load:.0%}"
 
 
 def timing_line(elapsed_s: float, time_to_answer_s: float | None, within: float) -> Text:

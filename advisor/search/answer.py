@@ -1,5 +1,7 @@
 """The sweep's answer: the fastest setting that fits, measured again until it is known (its
-median measurement counts), and how soon the search first measured it, or one near it."""
+median measurement counts), and how soon the search first measured it, or one near it. Rates
+taken while other work loaded the machine differently are not compared: the settings the answer
+is held against (its runners-up, the user's own) are measured again under the load of now."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-from advisor.recommendation import DISAGREE, Recommendation, disagreement
+from advisor.recommendation import DISAGREE, Recommendation, disagreement, typical
 from advisor.recommendation import recommend as recommend_from
 from advisor.result import Status, TrialResult
 from advisor.search.backend import WorkerBackend
@@ -17,8 +19,28 @@ from advisor.spec import TrialSpec
 from advisor.store.sharing import Others
 from advisor.store.store import Store
 from advisor.target import Target
+from advisor.trial.machine_load import LOAD_NOISE
 
 NEAR = 0.02  # the time to the answer: until a setting within this of its rate was measured
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadCheck:
+    """How the answer's rates were made comparable on a machine that other work loaded."""
+
+    now: float  # others' share of the CPUs in the newest measurement, the answer's
+    # settings the answer is held against, whose rate was taken under another load: each
+    # (that measurement, the one made again now)
+    measured_again: list[tuple[TrialResult, TrialResult]]
+    # fitting settings ranked by a rate taken under another load (not measured again)
+    apart: list[TrialResult]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "now": self.now,
+            "measured_again": [[old.id, new.id] for old, new in self.measured_again],
+            "apart": [r.id for r in self.apart],
+        }
 
 
 class Answer:
@@ -41,15 +63,23 @@ class Answer:
         self.cap, self.device_name, self.torch_version = cap, device_name, torch_version
         self.repeats: list[TrialResult] = []  # the answer's measurements, newest first
         self.excluded: set[str] = set()  # settings that failed their repeat (uncapped hash)
+        self.now: float | None = None  # the load of the newest measurement (None: unknown)
+        self.again: list[tuple[TrialResult, TrialResult]] = []  # measured again for the load
 
     def settle(
-        self, results: list[TrialResult], target: Target, effective_batch_size: int | None
+        self,
+        results: list[TrialResult],
+        target: Target,
+        effective_batch_size: int | None,
+        baseline: TrialSpec | None = None,
     ) -> tuple[Recommendation, list[TrialResult]]:
-        """The recommendation and the results it is from (with the new measurements)."""
+        """The recommendation and the results it is from (with the new measurements); the
+        baseline, measured again where its rate was taken under another load."""
         made: dict[str, int] = {}  # measurements made here, by setting: two at most
         while True:
             results = [r for r in results if r.spec.uncapped.hash not in self.excluded]
-            rec = recommend_from(results, target, effective_batch_size)
+            self.now = _load(max(results, key=lambda r: r.id or 0)) if results else None
+            rec = recommend_from(self.at_one_load(results), target, effective_batch_size)
             if rec.best is None:
                 self.repeats = []
                 return rec, results
@@ -59,11 +89,20 @@ class Answer:
             if any(r.id not in ids for r in known):  # its other measurements count too
                 results = [*results, *(r for r in known if r.id not in ids)]
                 continue
-            capped = self.cap is None or any(r.spec.memory_cap_bytes == self.cap for r in known)
-            disagree = len(known) == 2 and (disagreement(known) or 0.0) > DISAGREE
-            if (len(known) >= 2 and capped and not disagree) or made.get(setting.hash, 0) >= 2:
-                self.repeats = known
-                return rec, results
+            now = [r for r in known if _same_load(r, self.now)]  # what counts: this load's
+            capped = self.cap is None or any(r.spec.memory_cap_bytes == self.cap for r in now)
+            disagree = len(now) == 2 and (disagreement(now) or 0.0) > DISAGREE
+            if (len(now) >= 2 and capped and not disagree) or made.get(setting.hash, 0) >= 2:
+                stale = self._under_another_load(rec.runners_up, baseline)
+                if not stale:
+                    self.repeats = now or known
+                    return rec, results
+                for earlier in stale:
+                    again = self._again(earlier)
+                    self.again.append((earlier, again))
+                    if any(r.spec.uncapped == earlier.spec.uncapped for r in results):
+                        results = [*results, again]
+                continue
             claim = f"answer-{setting.hash}"
             if not self.others.take(claim) or len(self._measurements(setting)) > len(known):
                 while claim in self.others.busy():  # another process measures it again
@@ -79,6 +118,68 @@ class Answer:
                 self.others.drop(claim)
             if not (again.status is Status.ok and target.fits(again)):
                 self.excluded.add(setting.hash)  # it does not run (or fit) again: the next best
+
+    def at_one_load(self, results: list[TrialResult]) -> list[TrialResult]:
+        """The results whose rates compare with the newest: of a setting measured under the
+        load of now, only those measurements; of the others, all (ranked as they are)."""
+        now = {r.spec.uncapped.hash for r in results if _same_load(r, self.now)}
+        return [r for r in results if _same_load(r, self.now) or r.spec.uncapped.hash not in now]
+
+    def baseline(
+        self, measured: TrialResult, results: list[TrialResult], target: Target
+    ) -> TrialResult:
+        """The baseline's figure that the answer is held against: its typical measurement
+        under the load of now, where it was measured again for the load."""
+        again = [new for old, new in self.again if old.spec.uncapped == measured.spec.uncapped]
+        same = self.at_one_load([measured, *again, *results])
+        return typical(again[-1] if again else measured, same, target)
+
+    def load_check(self, results: list[TrialResult], target: Target) -> LoadCheck | None:
+        """What was done for the load, and what could not be: None where nothing was needed."""
+        if self.now is None:
+            return None
+        newest: dict[str, TrialResult] = {}  # of each fitting setting, its newest rate
+        for r in sorted(self.at_one_load(results), key=lambda r: r.id or 0):
+            if r.status is Status.ok and target.fits(r):
+                newest[r.spec.uncapped.hash] = r
+        apart = [r for r in newest.values() if not _same_load(r, self.now)]
+        if not (self.again or apart):
+            return None
+        return LoadCheck(self.now, self.again, apart)
+
+    def _under_another_load(
+        self, compared: list[TrialResult], baseline: TrialSpec | None
+    ) -> list[TrialResult]:
+        """The newest measurement of each setting compared with the answer (its runners-up,
+        the baseline) that was taken under another load than now, and not measured again."""
+        settings = [r.spec.uncapped for r in compared]
+        if baseline is not None:
+            settings.append(baseline.uncapped)
+        done = {earlier.spec.uncapped.hash for earlier, _ in self.again}
+        stale = []
+        for setting in dict.fromkeys(settings):  # (in order, once each)
+            known = self._measurements(setting)
+            if setting.hash in done or not known or any(_same_load(r, self.now) for r in known):
+                continue  # measured under this load (or again already), or never ran
+            stale.append(known[0])
+        return stale
+
+    def _again(self, earlier: TrialResult) -> TrialResult:
+        """The setting measured again under the load of now (as the answer's repeat, under the
+        target's cap), or by another process of the sweep while this one waited."""
+        setting = earlier.spec.uncapped
+        claim = f"answer-{setting.hash}"
+        while not self.others.take(claim):  # another process measures it
+            time.sleep(POLL_S)
+        try:
+            for r in self._measurements(setting):
+                if (r.id or 0) > (earlier.id or 0):
+                    return r  # it measured it meanwhile
+            spec = dataclasses.replace(setting, memory_cap_bytes=self.cap)
+            self.on_measuring(0, spec)
+            return self.backend.measure(spec, repeat=True)
+        finally:
+            self.others.drop(claim)
 
     def _measurements(self, setting: TrialSpec) -> list[TrialResult]:
         """The setting's ok trials in this environment, whatever cap, newest first."""
@@ -107,3 +208,14 @@ def time_to(share: float, progress: SweepProgress, best: TrialResult | None) -> 
         if r.spec.uncapped == best.spec.uncapped or r.samples_per_s >= share * best.samples_per_s:
             return step.at_s
     return None
+
+
+def _load(result: TrialResult) -> float | None:
+    return result.throughput.machine_load if result.throughput else None
+
+
+def _same_load(result: TrialResult, now: float | None) -> bool:
+    """Whether a rate was taken under the load of now, within the load's noise (a rate whose
+    load is unknown, stored before loads were, compares with any)."""
+    load = _load(result)
+    return now is None or load is None or abs(load - now) <= LOAD_NOISE

@@ -22,6 +22,7 @@ from advisor.errors import ConfigError
 from advisor.result import TrialResult
 from advisor.search.space import Choice, Space
 from advisor.store import schema
+from advisor.store.sweeps import Sweep
 from advisor.target import Target
 
 STARTUP_TRIALS = 8  # TPE samples at random until the study has this many trials
@@ -45,6 +46,35 @@ def sweep_key(space: Space, target: Target, device_name: str, torch_version: str
         "environment": [device_name, torch_version],
     }
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+@dataclasses.dataclass(frozen=True)
+class Resumed:
+    """An earlier run of the same sweep taken up again, named, and what was given otherwise:
+    a sweep is found by its key, which holds the space and target, not every argument (a run
+    with other `trials=` or baseline settings resumes the same one)."""
+
+    sweep_id: int
+    study: str  # the Optuna study's name
+    begun_at: str | None  # ISO 8601, UTC
+    trials: int  # the trials its earlier runs used
+    # the arguments (KEY=VALUE) it was begun with that were not given now, and those given now
+    # that it was not begun with; both None for a sweep stored before its arguments were
+    then: tuple[str, ...] | None
+    now: tuple[str, ...] | None
+
+
+def resumed(sweep: Sweep, study: str, trials: int, arguments: tuple[str, ...]) -> Resumed | None:
+    """The resumption of a stored sweep with these arguments; None when it had no trials (a
+    sweep begun now, or one that stopped before measuring anything)."""
+    if not trials:
+        return None
+    assert sweep.id is not None
+    then = now = None
+    if sweep.arguments is not None:
+        then = tuple(a for a in sweep.arguments if a not in arguments)
+        now = tuple(a for a in arguments if a not in sweep.arguments)
+    return Resumed(sweep.id, study, sweep.created_at, trials, then, now)
 
 
 def study_name(model: str, target: Target, key: str) -> str:

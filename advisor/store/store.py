@@ -27,7 +27,7 @@ from advisor.spec import TrialSpec
 from advisor.store import rows, schema, spool
 from advisor.store.read_cache import TRIALS_READ
 from advisor.store.records import to_record
-from advisor.store.sweeps import Sweep, link_trial, sweep_of
+from advisor.store.sweeps import Sweep, link_trial, sweep_of, sweep_row
 from advisor.store.tables import EnvironmentRow, SweepRow, SweepTrialRow, TrialRow
 from advisor.store.trial_filter import TrialFilter
 
@@ -316,9 +316,7 @@ class Store:
             with self.reading_then_writing.begin() as session:
                 row = session.scalar(query)
                 if row is None:
-                    values = {k: v for k, v in dataclasses.asdict(sweep).items() if k != "id"}
-                    now = datetime.datetime.now(datetime.UTC)
-                    row = SweepRow(**{**values, "created_at": now})
+                    row = sweep_row(sweep, datetime.datetime.now(datetime.UTC))
                     session.add(row)
                     session.flush()
                 return sweep_of(row)

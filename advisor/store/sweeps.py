@@ -4,10 +4,13 @@ and the trials it used, linked in the order it settled them."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import json
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from advisor.store.rows import utc
 from advisor.store.tables import SweepRow, SweepTrialRow
 
 
@@ -21,6 +24,9 @@ class Sweep:
     effective_batch_size: int | None
     stop_reason: str | None = None
     id: int | None = None
+    # the settings it was begun with (KEY=VALUE, sorted); None for sweeps stored before 0009
+    arguments: tuple[str, ...] | None = None
+    created_at: str | None = None  # ISO 8601, UTC; set by the store
 
 
 def sweep_of(row: SweepRow) -> Sweep:
@@ -33,7 +39,17 @@ def sweep_of(row: SweepRow) -> Sweep:
         effective_batch_size=row.effective_batch_size,
         stop_reason=row.stop_reason,
         id=row.id,
+        arguments=None if row.arguments is None else tuple(json.loads(row.arguments)),
+        created_at=utc(row.created_at).isoformat(),
     )
+
+
+def sweep_row(sweep: Sweep, created_at: datetime.datetime) -> SweepRow:
+    """A new sweep's row."""
+    values = dataclasses.asdict(sweep)
+    del values["id"], values["created_at"]
+    arguments = None if sweep.arguments is None else json.dumps(list(sweep.arguments))
+    return SweepRow(**{**values, "arguments": arguments, "created_at": created_at})
 
 
 def link_trial(

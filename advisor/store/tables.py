@@ -105,6 +105,8 @@ class TrialRow(Base):
     first_step_s: Mapped[float | None] = mapped_column(Float)
     warmup_s: Mapped[float | None] = mapped_column(Float)
     timing_s: Mapped[float | None] = mapped_column(Float)
+    # since 0009 (None before): others' share of the CPUs while the steps were timed
+    machine_load: Mapped[float | None] = mapped_column(Float)
 
 
 class SweepRow(Base):
@@ -121,6 +123,8 @@ class SweepRow(Base):
     margin: Mapped[float] = mapped_column(Float)
     effective_batch_size: Mapped[int | None]
     stop_reason: Mapped[str | None] = mapped_column(Text)  # None while running or interrupted
+    # the settings it was begun with, as KEY=VALUE overrides in JSON; None before 0009
+    arguments: Mapped[str | None] = mapped_column(Text)
 
 
 class SweepTrialRow(Base):

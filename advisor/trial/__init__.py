@@ -7,6 +7,7 @@
 - measure.py     measure: warm-up, timed steps and memory by category, for one spec
 - device_memory.py the allocator's counters (CUDA) or every storage counted (CPU); step phases
 - timing.py      MeasureConfig, timed steps until the median is known; FLOPs of a step
+- machine_load.py MachineLoad: others' share of the CPUs while the steps were timed
 - out_of_memory.py OutOfMemory as data (phase, allocation), and the cap to a smaller GPU
 - oom_killer.py  the kernel's OOM killer, told apart from a crash
 - snapshot.py    torch's memory snapshot of a trial, for pytorch.org/memory_viz

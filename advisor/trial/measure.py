@@ -7,7 +7,7 @@ Runs inside the worker process (it initialises CUDA). The protocol (DESIGN.md):
   step time is known to the stated precision (its 95% interval), or, in a sweep, until it is
   clear that the spec cannot beat the best so far;
 - where the seconds went: building, the first step (compilation, cuDNN's benchmark), the other
-  warm-up steps, timing;
+  warm-up steps, timing; and how busy the machine was with other work while it timed;
 - every figure in int bytes and float seconds.
 How memory is counted is device_memory.py's; how steps are timed, timing.py's; what an OOM
 is, out_of_memory.py's.
@@ -34,6 +34,7 @@ from advisor.trial.device_memory import (
     optimizer_state_bytes,
     tensor_bytes,
 )
+from advisor.trial.machine_load import MachineLoad
 from advisor.trial.out_of_memory import as_out_of_memory, watch_cuda_oom
 from advisor.trial.snapshot import MemorySnapshot
 from advisor.trial.timing import (
@@ -114,8 +115,10 @@ def measure(
             warmup_steps += 2
             warmup_s += clock.lap()
         on_phase("timing")
+        load = MachineLoad()
         times, stopped = time_steps(training, settings, beat_samples_per_s)
         timing_s = clock.lap()
+        machine_load = load.others_share()
     except Exception as error:
         oom = as_out_of_memory(error, marks.phase, observed_request)
         if oom is None:
@@ -160,5 +163,6 @@ def measure(
         first_step_s=first_step_s,
         warmup_s=warmup_s,
         timing_s=timing_s,
+        machine_load=machine_load,
     )
     return mem, throughput

@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 from advisor.store.schema import MIGRATIONS  # noqa: E402
 
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008")
 MODEL_NODE = {  # a spec's model as schemas 0001 and 0002 stored it
     "block": "Bottleneck",
     "builder": '{"_target_":"torchvision.models.resnet50"}',
@@ -99,6 +99,7 @@ def make(revision: str) -> Path:
             "checkpointing": "none", "optimizer": "adamw", "channels_last": 0, "compile": 0,
             "expandable_segments": 0, "memory_cap_bytes": None, "status": status,
             "wall_s": 20.0 + i, "environment_id": 1, "fingerprint": "fedcba9876543210",
+            "source": WORKLOAD["source"],
             **figures,
         }  # fmt: skip
         row = {k: v for k, v in row.items() if k in columns}  # what the schema has

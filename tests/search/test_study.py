@@ -4,6 +4,8 @@ running as PRUNED, and each trial linked to advisor's."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import optuna
 from fake_backend import FakeBackend, PerfectEstimate, make_sweeper
 from optuna.trial import TrialState
@@ -11,6 +13,7 @@ from optuna.trial import TrialState
 from advisor.result import Status
 from advisor.search import study
 from advisor.store.store import Store
+from advisor.store.sweeps import Sweep
 from advisor.target import Target
 
 
@@ -62,3 +65,22 @@ def test_a_study_is_named_for_people_and_one_named_by_its_key_still_resumes(stud
     old.enqueue_trial({"x": 1})
     again = study.open_study(study_url, "f" * 32, "resnet50 for somewhere (ffffffff)")
     assert again.study_name == "f" * 32 and len(again.trials) == 1
+
+
+def test_a_resumption_names_the_study_and_what_was_given_otherwise():
+    """The key holds the space and target, not every argument: a run with another trials= (or
+    other baseline settings) resumes the same sweep, and says what differs."""
+    begun = Sweep(
+        "k" * 32, "m", "t", 2**30, 0.05, None, id=3, arguments=("model=m", "trials=20"),
+        created_at="2026-12-03T21:00:00+00:00",
+    )  # fmt: skip
+    again = study.resumed(begun, "m for t (kkkkkkkk)", 12, ("model=m", "patience=7", "trials=5"))
+    assert again == study.Resumed(
+        3, "m for t (kkkkkkkk)", "2026-12-03T21:00:00+00:00", 12, ("trials=20",),
+        ("patience=7", "trials=5"),
+    )  # fmt: skip
+    same = study.resumed(begun, "s", 12, ("model=m", "trials=20"))
+    assert same is not None and same.then == () and same.now == ()
+    assert study.resumed(begun, "s", 0, ("model=m",)) is None  # nothing to take up
+    older = dataclasses.replace(begun, arguments=None)  # stored before arguments were
+    assert study.resumed(older, "s", 2, ("model=m",)).then is None
