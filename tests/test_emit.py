@@ -183,7 +183,7 @@ def test_hf_arguments_of_a_cuda_spec_are_constructed(tmp_path, monkeypatch):
     bf16 = on_cuda(spec_of("model=tiny_gpt2", "precision=bf16", "compile=true"))
     # a compiled bf16 model: TrainingArguments turns TF32 on, the lines after it turn it back
     restore = trainer_config(bf16, "hf").text.split("args = TrainingArguments(")[1]
-    assert 'torch.backends.cuda.matmul.fp32_precision = "ieee"' in restore
+    assert "torch.backends.cuda.matmul.allow_tf32 = False" in restore
 
 
 # --- Lightning ------------------------------------------------------------------------------
@@ -244,7 +244,29 @@ def test_lightning_arguments_of_a_cuda_spec_are_constructed():
         assert emitted.arguments["precision"] == named and emitted.arguments["benchmark"] is True
         assert emitted.arguments["accelerator"] == "cuda"
         lightning.Trainer(**(emitted.arguments | {"accelerator": "cpu"}), **QUIET)
-    assert any("fp32_precision" in line or "allow_tf32" in line for line in emitted.lines)
+    assert "torch.backends.cuda.matmul.allow_tf32 = True" in emitted.lines
+
+
+def test_the_tf32_lines_leave_torch_readable_by_a_trainer(monkeypatch):
+    """torch 2.9's fp32_precision set to tf32 (as a library may set it) makes
+    torch.get_float32_matmul_precision() raise, and Lightning's Trainer calls it on CUDA (the
+    H200's failure of test_lightning_cuda_configuration_trains): the emitted lines, run after
+    such a setting, leave every getter answering, with TF32 as the trial had it."""
+    import torch.backends.cudnn
+
+    if not hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+        pytest.skip("torch before 2.9 has one API for TF32")
+    legacy = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        for precision, matmul, conv in (("tf32", "high", True), ("fp32", "highest", False)):
+            torch.backends.cuda.matmul.fp32_precision = "tf32"  # the newer API, as a mix
+            spec = on_cuda(spec_of("model=tiny_cnn", f"precision={precision}"))
+            said = [line for line in trainer_config(spec, "lightning").lines if "tf32" in line]
+            exec("\n".join(said), {"torch": torch})
+            assert torch.get_float32_matmul_precision() == matmul
+            assert torch.backends.cudnn.allow_tf32 is conv
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = legacy
 
 
 # --- accelerate -----------------------------------------------------------------------------
@@ -384,9 +406,7 @@ def test_an_unknown_trainer_is_one_line_naming_the_choices():
 
 
 def matmul_tf32() -> bool:
-    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
-        return torch.backends.cuda.matmul.fp32_precision == "tf32"
-    return bool(torch.backends.cuda.matmul.allow_tf32)
+    return torch.get_float32_matmul_precision() != "highest"
 
 
 @pytest.mark.gpu

@@ -56,19 +56,14 @@ def benchmark_lines(spec: TrialSpec) -> list[str]:
 
 
 def tf32_lines(precision: Precision) -> list[str]:
-    """TF32 as the trial had it: on for tf32, off for fp32 (strict), torch's default otherwise
-    (in convolutions, not in matmuls). For the default these lines are only needed where a
-    trainer has changed it; in the installed torch's names."""
-    import torch
-
+    """TF32 as the trial had it (trial/training.py): on for tf32, off for fp32 (strict), torch's
+    default otherwise (in convolutions, not in matmuls). For the default these lines are only
+    needed where a trainer has changed it. The older names, as the trial sets it: torch 2.9's
+    fp32_precision, set to tf32, makes torch.get_float32_matmul_precision() raise (a mix of
+    both APIs), and Lightning's Trainer calls it; these settings undo such a mix."""
     matmul, conv = {Precision.tf32: (True, True), Precision.fp32: (False, False)}.get(
         precision, (False, True)
     )
-    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch 2.9's names
-        return [
-            f'torch.backends.cuda.matmul.fp32_precision = "{"tf32" if matmul else "ieee"}"',
-            f'torch.backends.cudnn.conv.fp32_precision = "{"tf32" if conv else "ieee"}"',
-        ]
     return [
         f"torch.backends.cuda.matmul.allow_tf32 = {matmul}",
         f"torch.backends.cudnn.allow_tf32 = {conv}",
