@@ -26,10 +26,11 @@ from conftest import spec_of
 from torch import nn
 from torch.nn import functional as F
 
+from advisor.emit import lines
 from advisor.emit.lines import TrainerConfig
 from advisor.emit.trainers import Trainer, trainer_config
 from advisor.errors import ConfigError
-from advisor.spec import Device, TrialSpec
+from advisor.spec import Device, Precision, TrialSpec
 from advisor.trial.training import build_model, workload_of
 
 ACCELERATE = shutil.which("accelerate", path=str(Path(sys.executable).parent))
@@ -183,7 +184,7 @@ def test_hf_arguments_of_a_cuda_spec_are_constructed(tmp_path, monkeypatch):
     bf16 = on_cuda(spec_of("model=tiny_gpt2", "precision=bf16", "compile=true"))
     # a compiled bf16 model: TrainingArguments turns TF32 on, the lines after it turn it back
     restore = trainer_config(bf16, "hf").text.split("args = TrainingArguments(")[1]
-    assert "torch.backends.cuda.matmul.allow_tf32 = False" in restore
+    assert 'torch.set_float32_matmul_precision("highest")' in restore
 
 
 # --- Lightning ------------------------------------------------------------------------------
@@ -244,29 +245,52 @@ def test_lightning_arguments_of_a_cuda_spec_are_constructed():
         assert emitted.arguments["precision"] == named and emitted.arguments["benchmark"] is True
         assert emitted.arguments["accelerator"] == "cuda"
         lightning.Trainer(**(emitted.arguments | {"accelerator": "cpu"}), **QUIET)
-    assert "torch.backends.cuda.matmul.allow_tf32 = True" in emitted.lines
+    assert 'torch.set_float32_matmul_precision("high")' in emitted.lines
 
 
-def test_the_tf32_lines_leave_torch_readable_by_a_trainer(monkeypatch):
-    """torch 2.9's fp32_precision set to tf32 (as a library may set it) makes
-    torch.get_float32_matmul_precision() raise, and Lightning's Trainer calls it on CUDA (the
-    H200's failure of test_lightning_cuda_configuration_trains): the emitted lines, run after
-    such a setting, leave every getter answering, with TF32 as the trial had it."""
-    import torch.backends.cudnn
+# TF32 as libraries leave it before the emitted lines run: torch 2.9's API or the older one
+TF32_BEFORE = (
+    "",
+    "torch.backends.fp32_precision = 'tf32'",  # transformers' TrainingArguments (tf32, compile)
+    "torch.backends.fp32_precision = 'ieee'",
+    "torch.backends.cuda.matmul.fp32_precision = 'tf32'",
+    "torch.backends.cudnn.conv.fp32_precision = 'ieee'",
+    "torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = False",
+)
+TF32_READ = """
+import json, torch
+for before, lines in json.loads(input()):
+    exec(before)
+    exec(lines)
+    said = []
+    for getter in ("torch.get_float32_matmul_precision()", "torch.backends.cuda.matmul.allow_tf32",
+                   "torch.backends.cudnn.allow_tf32"):
+        try:
+            said.append(eval(getter))
+        except RuntimeError as error:  # a mix of the two APIs
+            said.append(str(error)[:60])
+    print(json.dumps(said))
+"""
 
-    if not hasattr(torch.backends.cuda.matmul, "fp32_precision"):
-        pytest.skip("torch before 2.9 has one API for TF32")
-    legacy = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    try:
-        for precision, matmul, conv in (("tf32", "high", True), ("fp32", "highest", False)):
-            torch.backends.cuda.matmul.fp32_precision = "tf32"  # the newer API, as a mix
-            spec = on_cuda(spec_of("model=tiny_cnn", f"precision={precision}"))
-            said = [line for line in trainer_config(spec, "lightning").lines if "tf32" in line]
-            exec("\n".join(said), {"torch": torch})
-            assert torch.get_float32_matmul_precision() == matmul
-            assert torch.backends.cudnn.allow_tf32 is conv
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = legacy
+
+def test_the_tf32_lines_leave_torch_readable_by_a_trainer():
+    """torch 2.9's two APIs for TF32, left mixed, make torch.get_float32_matmul_precision()
+    (Lightning's Trainer calls it on CUDA: the H200's failure of the cuda tests below) or
+    torch.backends.cudnn.allow_tf32 raise. After each state a library may leave, the emitted
+    lines leave every getter answering, with TF32 as the trial had it (in a process of its
+    own: the settings are the process's)."""
+    wanted = {"tf32": ["high", True, True], "fp32": ["highest", False, False],
+              "default": ["highest", False, True]}  # fmt: skip
+    cases = []
+    for precision in wanted:
+        said = lines.tf32_lines(Precision(precision))
+        cases += [(before, "\n".join(said)) for before in TF32_BEFORE]
+    read = subprocess.run(
+        [sys.executable, "-c", TF32_READ], input=json.dumps(cases), capture_output=True,
+        text=True, check=True,
+    )  # fmt: skip
+    got = [json.loads(line) for line in read.stdout.splitlines()]
+    assert got == [wanted[p] for p in wanted for _ in TF32_BEFORE]
 
 
 # --- accelerate -----------------------------------------------------------------------------

@@ -58,14 +58,20 @@ def benchmark_lines(spec: TrialSpec) -> list[str]:
 def tf32_lines(precision: Precision) -> list[str]:
     """TF32 as the trial had it (trial/training.py): on for tf32, off for fp32 (strict), torch's
     default otherwise (in convolutions, not in matmuls). For the default these lines are only
-    needed where a trainer has changed it. The older names, as the trial sets it: torch 2.9's
-    fp32_precision, set to tf32, makes torch.get_float32_matmul_precision() raise (a mix of
-    both APIs), and Lightning's Trainer calls it; these settings undo such a mix."""
+    needed where a trainer has changed it. torch 2.9's two APIs for it must not be left mixed:
+    the generic fp32_precision that transformers sets, beside a matmul or cuDNN flag set
+    otherwise, makes torch.get_float32_matmul_precision() (which Lightning's Trainer calls) or
+    torch.backends.cudnn.allow_tf32 raise. The generic one is set first, then the two that
+    every torch reads alike (tests/test_emit.py tries each order of the two APIs)."""
+    import torch
+
     matmul, conv = {Precision.tf32: (True, True), Precision.fp32: (False, False)}.get(
         precision, (False, True)
     )
+    generic = ['torch.backends.fp32_precision = "ieee"  # (torch 2.9\'s: each below decides)']
     return [
-        f"torch.backends.cuda.matmul.allow_tf32 = {matmul}",
+        *(generic if hasattr(torch.backends, "fp32_precision") else []),
+        f'torch.set_float32_matmul_precision("{"high" if matmul else "highest"}")',
         f"torch.backends.cudnn.allow_tf32 = {conv}",
     ]
 
