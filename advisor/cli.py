@@ -23,7 +23,13 @@ from advisor.console import (
     replace_unencodable,
 )
 from advisor.emit.trainers import Trainer, require, trainer_of
-from advisor.errors import AdvisorError, EstimateError, StoreError, TrialNotKept
+from advisor.errors import (
+    AdvisorError,
+    EstimateError,
+    StoreError,
+    TrialNotKept,
+    TrialsFolderError,
+)
 from advisor.history_cli import history_commands
 from advisor.recommendation import Against, Recommendation
 from advisor.report import estimate_report, plots, sweep_report, tables, terminal
@@ -291,9 +297,10 @@ def _print_emitted(rec: Recommendation, trainer: Trainer | None) -> None:
     sys.stdout.write(rec.emit(trainer).text)
 
 
-# The database and an estimate that cannot run: 1, as for a trial that crashed; the rest of
+# The database, the trials' temporary folder and an estimate that cannot run: 1, as for a trial
+# that crashed; the rest of
 # AdvisorError is a usage error: 2.
-EXIT_CODES: dict[type[AdvisorError], int] = {StoreError: 1, EstimateError: 1}
+EXIT_CODES: dict[type[AdvisorError], int] = {StoreError: 1, EstimateError: 1, TrialsFolderError: 1}
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -24,6 +24,11 @@ class EstimateError(AdvisorError):
     trial that crashed): the step must be measured instead."""
 
 
+class TrialsFolderError(AdvisorError):
+    """The temporary folder trials run in cannot be used: another user's, not writable, or on
+    a full disk (exit status 1; nothing was measured)."""
+
+
 class NotStored(AdvisorError, LookupError):
     """An id (a trial's, a sweep's) that the results database does not hold (exit status 2;
     the API's 404)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import shutil
@@ -17,11 +18,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from advisor import gpus, paths
-from advisor.errors import WorkloadError
+from advisor.errors import TrialsFolderError, WorkloadError
 from advisor.result import (
     Environment,
     Failure,
@@ -41,6 +42,9 @@ STDERR_TAIL_CHARS = 3000  # how much of a crashed worker's output a result keeps
 # each trial's folder (its request, result, phase and output), named by the runner's pid
 TRIALS_DIR = Path(tempfile.gettempdir()) / f"advisor-trials-{os.getuid()}"
 POLL_S = 0.25  # how often the runner looks at the worker's phase and for a cancel
+# The result file's room, taken before the trial starts (a result is a few KiB): a temporary
+# folder whose disk fills while the trial runs cannot then lose what it measured.
+RESULT_ROOM_BYTES = 1 << 20
 
 
 def run_trial(
@@ -75,11 +79,14 @@ def run_trial(
     _remove_leftovers()
     kills_before = oom_killer.kills()
     _own_trials_dir()
-    with tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=TRIALS_DIR) as tmp:
-        folder = Path(tmp)
+    with _trial_folder() as folder:
         result_path = folder / "result.json"
-        (folder / "request.json").write_text(json.dumps(request))
-        (folder / "output").touch()
+        try:
+            _reserve(folder / "result.json.tmp", RESULT_ROOM_BYTES)
+            (folder / "request.json").write_text(json.dumps(request))
+            (folder / "output").touch()
+        except OSError as error:
+            raise _unusable(error) from None
         env = worker_environment(spec, gpu, compile_cache)
         server, returncode, timed_out = _run(folder, env, timeout_s, on_phase, cancel)
         output = (folder / "output").read_text(errors="replace")
@@ -185,10 +192,53 @@ def _count_rose(now: int | None, before: int | None) -> bool:
 
 def _own_trials_dir() -> None:
     """TRIALS_DIR, this user's alone: in a shared /tmp another user could make it first and
-    swap a trial's result."""
-    TRIALS_DIR.mkdir(mode=0o700, exist_ok=True)
-    if TRIALS_DIR.stat().st_uid != os.getuid():
-        raise RuntimeError(f"{TRIALS_DIR} belongs to another user; remove it or set TMPDIR")
+    swap a trial's result. TrialsFolderError (one line) where it cannot be."""
+    try:
+        TRIALS_DIR.mkdir(mode=0o700, exist_ok=True)
+        owner = TRIALS_DIR.stat().st_uid
+    except OSError as error:
+        raise _unusable(error) from None
+    if owner != os.getuid():
+        raise TrialsFolderError(
+            f"{TRIALS_DIR}, where advisor's trials run, belongs to another user: remove it, "
+            "or set TMPDIR to a folder of your own"
+        )
+
+
+@contextlib.contextmanager
+def _trial_folder() -> Iterator[Path]:
+    """A trial's folder in TRIALS_DIR, named by this runner's pid, removed after the trial."""
+    try:
+        made = tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=TRIALS_DIR)
+    except OSError as error:
+        raise _unusable(error) from None
+    with made as tmp:
+        yield Path(tmp)
+
+
+def _reserve(path: Path, size: int) -> None:
+    """A file that holds `size` bytes of disk, for the worker to write into (worker.py)."""
+    with path.open("wb") as file:
+        try:
+            os.posix_fallocate(file.fileno(), 0, size)
+        except (AttributeError, OSError) as error:  # (a file system or OS without it)
+            if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+                raise
+            file.write(bytes(size))
+            file.flush()
+
+
+def _unusable(error: OSError) -> TrialsFolderError:
+    """The one line for a temporary folder a trial cannot be set up in."""
+    folder = TRIALS_DIR.parent
+    if error.errno == errno.ENOSPC:
+        free = shutil.disk_usage(folder).free // 1024
+        why = f"is on a full disk ({free} KiB free; a trial needs {RESULT_ROOM_BYTES >> 10} KiB)"
+        todo = "free some space, or set TMPDIR to a folder on another disk"
+    else:
+        why = f"cannot hold advisor's trials ({error.strerror or error})"
+        todo = "set TMPDIR to a folder you can write"
+    return TrialsFolderError(f"the temporary folder {folder} {why}: nothing was measured; {todo}")
 
 
 def _remove_leftovers() -> None:

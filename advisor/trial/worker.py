@@ -12,6 +12,7 @@ tail of its output. CUDA state, leaks and crashes stay in the trial's process.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -77,13 +78,16 @@ def _snapshot(path: str | None) -> dict[str, str]:
 
 
 def _phase_writer(path: str | None) -> Callable[[str], None]:
-    """Tell the runner the phase through a file it polls (stdout belongs to the model)."""
+    """Tell the runner the phase through a file it polls (stdout belongs to the model). A
+    phase that cannot be written (its disk filled during the trial) costs the progress line,
+    not the trial."""
 
     def write(phase: str) -> None:
         if path is not None:
-            with open(path + ".tmp", "w") as f:
-                f.write(phase)
-            os.replace(path + ".tmp", path)
+            with contextlib.suppress(OSError):
+                with open(path + ".tmp", "w") as f:
+                    f.write(phase)
+                os.replace(path + ".tmp", path)
 
     return write
 
@@ -119,5 +123,9 @@ def trial(folder: Path) -> None:
         request.get("memory_snapshot"),
     )
     tmp = folder / "result.json.tmp"
-    tmp.write_text(json.dumps(outcome))
+    # into the room the runner took for it (not truncated first, which would give it back):
+    # a disk that filled during the trial still takes the result
+    with tmp.open("r+b" if tmp.exists() else "wb") as file:
+        file.write(json.dumps(outcome).encode())
+        file.truncate()
     os.replace(tmp, folder / "result.json")  # the runner never reads half a result

@@ -189,3 +189,62 @@ def test_the_spools_fallback_is_this_users_own_folder(db_url, tmp_path, monkeypa
     assert kept.parent == spool.fallback(db_url)
     assert [waiting.path for waiting in spool.pending(db_url)] == [kept]
     assert Store(db_url).unspooled == 1 and spool.pending(db_url) == []
+
+
+def in_a_small_temporary_folder(tmp_path: Path, script: str) -> tuple[str, Path]:
+    """The script run where {tmp}, the temporary folder (TMPDIR), is a 4 MiB disk and the
+    results database ({env} names it) is elsewhere, with room; what it printed to stdout, and
+    the folder the script's files went to ({said})."""
+    tmp, said = tmp_path / "tmp", tmp_path / "said"
+    tmp.mkdir()
+    said.mkdir()
+    env = f"ADVISOR_DB_URL=sqlite:///{tmp_path / 'results.sqlite'} TMPDIR={tmp} COLUMNS=200"
+    done = in_a_namespace(
+        f"mount -t tmpfs -o size=4m tmpfs {tmp}\n" + script.format(env=env, tmp=tmp, said=said)
+    )
+    return done.stdout + done.stderr, said
+
+
+FILLS_THEN_RUNS = """
+import subprocess, sys, advisor
+from advisor.trial import runner  # (its folder is chosen now: the temporary folder has room)
+subprocess.run(["sh", "-c", "dd if=/dev/zero of={tmp}/filler bs=4k 2>/dev/null || true"])
+try:
+    advisor.run(model="tiny_mlp", overrides=sys.argv[1:])
+except advisor.AdvisorError as error:
+    print(type(error).__name__, error)
+"""
+
+
+def test_a_full_temporary_folder_is_refused_before_anything_is_measured(tmp_path):
+    """The trials run in the temporary folder, chosen when advisor starts (Python passes over
+    a TMPDIR that is full then). Filled after that, as in a long sweep, it is one line that
+    names it before anything is measured, exit 1 (it was an OSError's traceback); the
+    command's and Python's errors are the same."""
+    script = FILLS_THEN_RUNS.format(tmp=tmp_path / "tmp")
+    out, said = in_a_small_temporary_folder(tmp_path, f"""
+        {{env}} {sys.executable} -c '{script}' {RUN.removeprefix("run ")}
+        {{env}} {ADVISOR} history --json > {{said}}/history.json
+    """)  # fmt: skip
+    assert out.startswith("TrialsFolderError the temporary folder "), out
+    assert f"folder {tmp_path / 'tmp'} is on a full disk (0 KiB free; a trial needs 1024" in out
+    assert out.strip().endswith(
+        "nothing was measured; free some space, or set TMPDIR to a folder on another disk"
+    )
+    assert json.loads((said / "history.json").read_text()) == []
+
+
+def test_a_trial_whose_temporary_folder_fills_while_measuring_is_stored(tmp_path):
+    """The workload fills the temporary folder's disk during its first step: the result's
+    file had its room taken before the trial started, so the result is stored."""
+    out, said = in_a_small_temporary_folder(tmp_path, f"""
+        FILL_DISK={{tmp}}/filler {{env}} {ADVISOR} {RUN} workload={FILLS_DISK}:workload \\
+            --json > {{said}}/run.json 2> {{said}}/run.txt || echo "exit $?"
+        echo "the filler took over 2 MiB: $(($(stat -c %s {{tmp}}/filler) > 2 << 20))"
+        {{env}} {ADVISOR} history --json > {{said}}/history.json
+    """)  # fmt: skip
+    assert out.splitlines() == ["the filler took over 2 MiB: 1"], (
+        out + (said / "run.txt").read_text()
+    )
+    [stored] = json.loads((said / "history.json").read_text())
+    assert stored["status"] == "ok" and stored["spec"]["model"] == "fills_disk"

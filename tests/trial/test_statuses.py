@@ -243,3 +243,25 @@ def test_a_worker_the_oom_killer_ends_is_the_host_out_of_memory(db_url):
     trial = json.loads(run.stdout)
     assert trial["status"] == "oom"
     assert trial["failure"]["message"].startswith("the host ran out of memory: the kernel's")
+
+
+def test_a_trials_folder_of_another_user_is_one_line_before_anything_is_measured(tmp_path):
+    """In a shared temporary folder, another user may have made advisor's trials folder
+    first (and could swap a trial's result): refused in one line, exit 1 (it was a 43-line
+    traceback), nothing measured or stored."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    theirs = tmp_path / f"advisor-trials-{os.getuid()}"
+    theirs.mkdir(mode=0o777)
+    os.chown(theirs, 65534, 65534)  # nobody's
+    env = {**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "200"}
+    database = tmp_path / "results.sqlite"
+    done = subprocess.run(
+        [ADVISOR, "run", "model=tiny_mlp", "device=cpu", f"db_url=sqlite:///{database}"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1 and done.stderr.strip() == (
+        f"advisor: {theirs}, where advisor's trials run, belongs to another user: remove it, "
+        "or set TMPDIR to a folder of your own"
+    ), done.stderr
+    assert list(theirs.iterdir()) == []
