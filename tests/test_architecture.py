@@ -27,6 +27,7 @@ LAYERS = (
     "estimation",  # memory without a GPU
     "emit",  # a setting in a trainer's words
     "recommendation",  # the fastest setting that fits, from results
+    "in_training",  # inside the user's own training: the OOM fallback
     "search",  # the sweep
     "report",  # what the terminal shows
     "queries",  # questions of the stored history

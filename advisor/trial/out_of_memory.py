@@ -46,19 +46,29 @@ def as_out_of_memory(
     error: Exception, phase: Phase, observed: dict[str, int] | None
 ) -> OutOfMemory | None:
     """The error as an OutOfMemory if it is one (CUDA's OOM, or the CPU allocator's)."""
+    found = ran_out(error, observed)
+    return None if found is None else OutOfMemory(phase, *found)
+
+
+def ran_out(
+    error: Exception, observed: dict[str, int] | None = None
+) -> tuple[int | None, str] | None:
+    """Where the error is running out of memory (CUDA's OOM, the CPU allocator's, the host's):
+    the size of the allocation that failed (None where not said) and the message's first
+    line; None for any other error."""
     message = first_line(error)
     if isinstance(error, torch.cuda.OutOfMemoryError):
         requested = (observed or {}).get("requested")
         if requested is None and (m := _CUDA_REQUEST.search(str(error))) and float(m.group(1)):
             requested = gpus.parse_bytes(m.group(1) + m.group(2))  # rounded by the message
-        return OutOfMemory(phase, requested, message)
+        return requested, message
     if isinstance(error, RuntimeError) and (m := _CPU_REQUEST.search(str(error))):
-        return OutOfMemory(phase, int(m.group(1)), message)
+        return int(m.group(1)), message
     link: BaseException | None = error
     while link is not None:  # Python's own, often wrapped (a builder's, a lazy import's)
         said = str(link)
         if isinstance(link, MemoryError) or any(s in said for s in _HOST_OUT_OF_MEMORY):
-            return OutOfMemory(phase, None, f"{type(link).__name__}: {said}".rstrip(": "))
+            return None, f"{type(link).__name__}: {said}".rstrip(": ")
         link = link.__cause__ or link.__context__
     return None
 
