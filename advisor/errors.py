@@ -26,7 +26,7 @@ class EstimateError(AdvisorError):
 
 class TrialsFolderError(AdvisorError):
     """The temporary folder trials run in cannot be used: another user's, not writable, or on
-    a full disk (exit status 1; nothing was measured)."""
+    a full disk (exit status 1; the trial was not started, what was measured before is kept)."""
 
 
 class NotStored(AdvisorError, LookupError):

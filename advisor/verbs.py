@@ -248,7 +248,18 @@ def plan(
         cfg.effective_batch_size, target.memory_bytes,
     )  # fmt: skip
     slots = worker_slots(str(cfg.workers), base.device)
-    return SweepPlan(cfg, base, target, cap, space, slots, tuple(sorted(named)))
+    return SweepPlan(cfg, base, target, cap, space, slots, searched_arguments(named))
+
+
+# Arguments that say where results go, not what is searched: never stored with a sweep (a
+# database URL may hold a password) nor said to differ on a resume
+NOT_THE_SEARCH = ("db_url", "study_db_url", "plot")
+
+
+def searched_arguments(named: Sequence[str]) -> tuple[str, ...]:
+    """The arguments a sweep is begun with, as stored and compared on a resume (sorted)."""
+    kept = (a for a in named if a.partition("=")[0].strip().lstrip("+~") not in NOT_THE_SEARCH)
+    return tuple(sorted(kept))
 
 
 def sweep(

@@ -159,8 +159,8 @@ def load_lines(load: LoadCheck | None) -> list[Phrases]:
             )
         )  # fmt: skip
     if load.apart:
-        loads = sorted(busy(r) for r in load.apart)
-        span = loads[0] if loads[0] == loads[-1] else f"{loads[0]} to {loads[-1]}"
+        loads = sorted({busy(r) for r in load.apart}, key=lambda said: float(said.rstrip("%")))
+        span = loads[0] if len(loads) == 1 else f"{loads[0]} to {loads[-1]}"
         n = len(load.apart)
         lines.append(
             Phrases(

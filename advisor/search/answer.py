@@ -65,6 +65,7 @@ class Answer:
         self.excluded: set[str] = set()  # settings that failed their repeat (uncapped hash)
         self.now: float | None = None  # the load of the newest measurement (None: unknown)
         self.again: list[tuple[TrialResult, TrialResult]] = []  # measured again for the load
+        self.not_again: list[TrialResult] = []  # measured again for the load, and not ok then
 
     def settle(
         self,
@@ -78,7 +79,9 @@ class Answer:
         made: dict[str, int] = {}  # measurements made here, by setting: two at most
         while True:
             results = [r for r in results if r.spec.uncapped.hash not in self.excluded]
-            self.now = _load(max(results, key=lambda r: r.id or 0)) if results else None
+            # the newest known load (a trial that ran out of memory, or an older one, has none)
+            loaded = [r for r in results if _load(r) is not None]
+            self.now = _load(max(loaded, key=lambda r: r.id or 0)) if loaded else None
             rec = recommend_from(self.at_one_load(results), target, effective_batch_size)
             if rec.best is None:
                 self.repeats = []
@@ -99,6 +102,9 @@ class Answer:
                     return rec, results
                 for earlier in stale:
                     again = self._again(earlier)
+                    if again.status is not Status.ok:  # (its earlier rate stands, said apart)
+                        self.not_again.append(earlier)
+                        continue
                     self.again.append((earlier, again))
                     if any(r.spec.uncapped == earlier.spec.uncapped for r in results):
                         results = [*results, again]
@@ -156,6 +162,7 @@ class Answer:
         if baseline is not None:
             settings.append(baseline.uncapped)
         done = {earlier.spec.uncapped.hash for earlier, _ in self.again}
+        done |= {earlier.spec.uncapped.hash for earlier in self.not_again}
         stale = []
         for setting in dict.fromkeys(settings):  # (in order, once each)
             known = self._measurements(setting)

@@ -234,8 +234,9 @@ def main(answers_fd: int) -> None:
             # a process's exit handlers (torch's compile workers are shut down by one), without
             # finalizing torch's modules as an interpreter's exit does: a second per trial
             atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
+            with contextlib.suppress(OSError):  # (its output's disk full: the result is kept)
+                sys.stdout.flush()
+                sys.stderr.flush()
             os._exit(code)
         answers.write(f"{pid}\n")
         ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)

@@ -238,7 +238,9 @@ def _unusable(error: OSError) -> TrialsFolderError:
     else:
         why = f"cannot hold advisor's trials ({error.strerror or error})"
         todo = "set TMPDIR to a folder you can write"
-    return TrialsFolderError(f"the temporary folder {folder} {why}: nothing was measured; {todo}")
+    return TrialsFolderError(
+        f"the temporary folder {folder} {why}: the trial was not started; {todo}"
+    )
 
 
 def _remove_leftovers() -> None:

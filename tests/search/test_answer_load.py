@@ -9,6 +9,7 @@ import dataclasses
 from fake_backend import ENVIRONMENT, fake_result
 
 from advisor.config import load, trial_spec
+from advisor.result import Status
 from advisor.search.answer import Answer
 from advisor.spec import Precision, TrialSpec
 from advisor.store.sharing import Alone
@@ -126,3 +127,23 @@ def test_rates_of_one_load_or_of_unknown_load_are_compared_as_they_are(tmp_path)
     assert rec.best is not None and rec.best.spec.batch_size == 128
     assert [s.batch_size for s in machine.measured] == [128]
     assert answer.again == [] and answer.load_check(results, TARGET) is None
+
+
+def test_the_load_of_now_is_the_newest_known_one(tmp_path):
+    """The newest trial is often one that ran out of memory (the climb's last), which has no
+    load: the load of now is the newest known one, and the loaded baseline is still measured
+    again (it was taken as unknown, and nothing was compared with care)."""
+    store = Store(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    idle = {32: 300.0, 64: 440.0, 128: 430.0}
+    machine = Machine(store, idle, load=0.0)
+    baseline = machine.keep(setting(64), 0.9)
+    results = [baseline, machine.keep(setting(128), 0.0), machine.keep(setting(32), 0.0)]
+    failed = dataclasses.replace(fake_result(setting(128)), status=Status.oom, throughput=None)
+    results.append(store.add(failed))
+    answer = answer_on(machine)
+
+    rec, results = answer.settle(results, TARGET, None, baseline.spec)
+
+    assert answer.now == 0.0
+    assert [old.spec.batch_size for old, _ in answer.again] == [64]
+    assert rec.best is not None and rec.best.spec.batch_size == 64

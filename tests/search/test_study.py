@@ -84,3 +84,13 @@ def test_a_resumption_names_the_study_and_what_was_given_otherwise():
     assert study.resumed(begun, "s", 0, ("model=m",)) is None  # nothing to take up
     older = dataclasses.replace(begun, arguments=None)  # stored before arguments were
     assert study.resumed(older, "s", 2, ("model=m",)).then is None
+
+
+def test_a_sweep_keeps_the_arguments_of_its_search_not_where_its_results_go():
+    """A database URL may hold a password: it is neither stored with the sweep nor said to
+    differ on a resume, nor is the plot's file."""
+    from advisor.verbs import searched_arguments
+
+    given = ["trials=5", "db_url=postgresql://me:secret@host/db", "model=m", "plot=x.png",
+             "study_db_url=sqlite:///o.sqlite", "+db_url=x"]  # fmt: skip
+    assert searched_arguments(given) == ("model=m", "trials=5")

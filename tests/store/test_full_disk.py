@@ -229,7 +229,7 @@ def test_a_full_temporary_folder_is_refused_before_anything_is_measured(tmp_path
     assert out.startswith("TrialsFolderError the temporary folder "), out
     assert f"folder {tmp_path / 'tmp'} is on a full disk (0 KiB free; a trial needs 1024" in out
     assert out.strip().endswith(
-        "nothing was measured; free some space, or set TMPDIR to a folder on another disk"
+        "the trial was not started; free some space, or set TMPDIR to a folder on another disk"
     )
     assert json.loads((said / "history.json").read_text()) == []
 
