@@ -98,7 +98,7 @@ class Answer:
             if (len(now) >= 2 and capped and not disagree) or made.get(setting.hash, 0) >= 2:
                 stale = self._under_another_load(rec.runners_up, baseline)
                 if not stale:
-                    self.repeats = now or known
+                    self.repeats = known  # all of them: their spread is said, whatever the load
                     return rec, results
                 for earlier in stale:
                     again = self._again(earlier)
