@@ -21,7 +21,14 @@ from advisor.errors import AdvisorError
 from advisor.version import version
 
 if TYPE_CHECKING:
-    from advisor.errors import AdvisorError, ConfigError, StoreError, WorkloadError
+    from advisor.errors import (
+        AdvisorError,
+        ConfigError,
+        EstimateError,
+        StoreError,
+        TrialsFolderError,
+        WorkloadError,
+    )
     from advisor.estimation.estimator import Estimate
     from advisor.queries import history
     from advisor.recommendation import Recommendation
@@ -36,7 +43,14 @@ if TYPE_CHECKING:
 # package too, and should not pay for Optuna, SQLAlchemy and Hydra's sweeps to measure a step.
 _PUBLIC = {
     "advisor.verbs": ("SweepEvents", "SweepOutcome", "estimate", "recommend", "run", "sweep"),
-    "advisor.errors": ("AdvisorError", "ConfigError", "StoreError", "WorkloadError"),
+    "advisor.errors": (
+        "AdvisorError",
+        "ConfigError",
+        "EstimateError",
+        "StoreError",
+        "TrialsFolderError",
+        "WorkloadError",
+    ),
     "advisor.estimation.estimator": ("Estimate",),
     "advisor.queries": ("history",),
     "advisor.recommendation": ("Recommendation",),
@@ -54,6 +68,7 @@ __all__ = [
     "Category",
     "ConfigError",
     "Estimate",
+    "EstimateError",
     "Memory",
     "Recommendation",
     "Status",
@@ -62,6 +77,7 @@ __all__ = [
     "SweepOutcome",
     "Throughput",
     "TrialResult",
+    "TrialsFolderError",
     "TrialSpec",
     "Workload",
     "WorkloadError",

@@ -6,8 +6,9 @@
 - climb.py       Climb: the batch each setting is measured at, and the nuisance axes' rescues
 - feasibility.py Feasibility: whether a spec can fit, judged without running it
 - throughput_model.py a main-effects model naming the setting predicted fastest
-- study.py       where the Optuna study lives, its key (resume) and what it is told
+- study.py       where the Optuna study lives, its key (resume), what it is told; Resumed
 - steps.py       Step, Settled, SweepProgress: what the sweep did, step by step
-- answer.py      Answer: the recommended setting measured again until it is known
+- answer.py      Answer: the recommended setting measured again until it is known; LoadCheck:
+                 rates taken under another load measured again, or said apart
 - backend.py     where measurements come from (worker processes on the local devices)
 """
