@@ -141,6 +141,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
             started=display.started,
             step=display.step,
             measuring=display.measuring,
+            measured_again=display.measured_again,
             phase=display.phase,
         )
         outcome = verbs.sweep(overrides=given, events=events)

@@ -211,6 +211,8 @@ class SweepEvents:
         lambda sweep_id, what, resumed, workers: None
     )
     step: Callable[[SweepProgress, Step], None] = lambda progress, step: None
+    # a measurement the answer made, after the search, and why (its repeat, the load)
+    measured_again: Callable[[TrialResult, str], None] = lambda result, why: None
     measuring: Callable[[int, TrialSpec], None] = lambda slot, spec: None  # worker slot's spec
     phase: Callable[[int, str], None] = lambda slot, phase: None  # building, compiling, ...
 
@@ -323,7 +325,10 @@ def sweep(
         elapsed_s = sweeper.progress.elapsed_s
         # recommended from the space asked for (the baseline may lie outside it)
         results = [r for r in sweeper.results.values() if space.params(r.spec) is not None]
-        answer = Answer(store, backend, events.measuring, cap, device_name, torch_version, others)
+        answer = Answer(
+            store, backend, events.measuring, cap, device_name, torch_version, others,
+            on_measured=events.measured_again,
+        )  # fmt: skip
         measured = baseline.result is not None and baseline.result.status is Status.ok
         rec, results = answer.settle(
             results, target, space.effective_batch_size, base if measured else None

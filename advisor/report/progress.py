@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from advisor.report import sweep_report, terminal
+from advisor.result import TrialResult
 from advisor.search.steps import Step, SweepProgress
 from advisor.search.study import Resumed
 from advisor.spec import TrialSpec
@@ -77,6 +78,10 @@ class SweepDisplay:
                 return
             task, spec, _ = self.slots[slot]
             self.bar.update(task, description=f"  worker {slot}: {phase:10} {spec}")
+
+    def measured_again(self, result: TrialResult, why: str) -> None:
+        line = sweep_report.measured_again_line(result, why)
+        self.console.print(line, soft_wrap=not self.console.is_terminal)
 
     def step(self, progress: SweepProgress, step: Step) -> None:
         # one line a step in a log; wrapped at words in a terminal (not mid-word by it)

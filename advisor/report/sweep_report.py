@@ -57,6 +57,19 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
     )
 
 
+def measured_again_line(result: TrialResult, why: str) -> Text:
+    """One line per measurement the answer made after the search, and why."""
+    t, m = result.throughput, result.memory
+    fate = result.status.value
+    if result.status is Status.ok and t is not None and m is not None:
+        fate = f"{t.samples_per_s:,.1f}/s{rate_precision(t)}, peak {gib(m.device_peak_bytes)}"
+        if t.machine_load is not None and t.machine_load > LOAD_NOISE:
+            fate += f", others used {t.machine_load:.0%} of the CPUs"
+    return Text.assemble(
+        (f"measured again ({why}) ", "grey50"), f"{describe_spec(result.spec)}: ", fate
+    )
+
+
 def recommendation_report(rec: Recommendation, confirmation: TrialResult | None) -> Group:
     target = rec.target
     named = "" if target.is_budget else f"{target.name}, "

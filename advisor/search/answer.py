@@ -57,9 +57,11 @@ class Answer:
         device_name: str,
         torch_version: str,
         others: Others,
+        on_measured: Callable[[TrialResult, str], None] = lambda result, why: None,
     ) -> None:
         self.store, self.backend, self.others = store, backend, others
         self.on_measuring = on_measuring
+        self.on_measured = on_measured  # told each measurement made here, and why
         self.cap, self.device_name, self.torch_version = cap, device_name, torch_version
         self.repeats: list[TrialResult] = []  # the answer's measurements, newest first
         self.excluded: set[str] = set()  # settings that failed their repeat (uncapped hash)
@@ -122,6 +124,7 @@ class Answer:
                 again = self.backend.measure(spec, repeat=True)  # stored, linked as a repeat
             finally:
                 self.others.drop(claim)
+            self.on_measured(again, "the answer's repeat")
             if not (again.status is Status.ok and target.fits(again)):
                 self.excluded.add(setting.hash)  # it does not run (or fit) again: the next best
 
@@ -184,9 +187,11 @@ class Answer:
                     return r  # it measured it meanwhile
             spec = dataclasses.replace(setting, memory_cap_bytes=self.cap)
             self.on_measuring(0, spec)
-            return self.backend.measure(spec, repeat=True)
+            again = self.backend.measure(spec, repeat=True)
         finally:
             self.others.drop(claim)
+        self.on_measured(again, "under the load of now")
+        return again
 
     def _measurements(self, setting: TrialSpec) -> list[TrialResult]:
         """The setting's ok trials in this environment, whatever cap, newest first."""
