@@ -164,7 +164,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
                 "elapsed_s": outcome.elapsed_s,
                 "time_to_98_s": outcome.time_to_answer_s,
                 "workers": outcome.workers,
-                "resumed": outcome.resumed and dataclasses.asdict(outcome.resumed),
+                "resumed": dataclasses.asdict(outcome.resumed) if outcome.resumed else None,
             },
             "baseline": outcome.baseline.to_dict() if outcome.baseline else None,
             "versus_baseline": _as_dict(outcome.against_baseline),
@@ -291,16 +291,14 @@ def _print_emitted(rec: Recommendation, trainer: Trainer | None) -> None:
     if trainer is None:
         return
     if rec.best is None:
-        err.print(
-            f"advisor: nothing to write as emit={trainer.value}: no setting fits", highlight=False
-        )
+        why = rec.thin or "no measured setting fits"
+        err.print(f"advisor: nothing to write as emit={trainer.value}: {why}", highlight=False)
         return
     sys.stdout.write(rec.emit(trainer).text)
 
 
 # The database, the trials' temporary folder and an estimate that cannot run: 1, as for a trial
-# that crashed; the rest of
-# AdvisorError is a usage error: 2.
+# that crashed; the rest of AdvisorError is a usage error: 2.
 EXIT_CODES: dict[type[AdvisorError], int] = {StoreError: 1, EstimateError: 1, TrialsFolderError: 1}
 
 

@@ -368,7 +368,8 @@ def test_accelerate_config_of_a_cuda_spec_is_loaded_by_accelerate(tmp_path):
     ids=["bf16-checkpointed-nhwc", "fp16-scaled"],
 )
 def test_torch_lines_train_two_steps(overrides, monkeypatch):
-    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "")  # (recorded, so the lines' setting is undone)
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF")
     spec = spec_of("model=tiny_cnn", "batch_size=2", "grad_accum=2", *overrides)
     emitted = trainer_config(spec, "torch")
     model = model_of(spec)

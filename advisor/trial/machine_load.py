@@ -8,7 +8,9 @@ every core busy with other work), so a sweep can tell which rates may be compare
 
 from __future__ import annotations
 
+import os
 import time
+from typing import Any
 
 import psutil
 
@@ -29,22 +31,31 @@ class MachineLoad:
         machine does not say (psutil cannot read its counters there)."""
         if self._start is None or (end := self._now()) is None:
             return None
-        (wall0, busy0, own0), (wall1, busy1, own1) = self._start, end
-        capacity = (wall1 - wall0) * (psutil.cpu_count() or 1)
+        (wall0, busy0, own0, cores), (wall1, busy1, own1, _) = self._start, end
+        capacity = (wall1 - wall0) * cores
         if capacity <= 0:
             return None
         return min(max((busy1 - busy0 - (own1 - own0)) / capacity, 0.0), 1.0)
 
-    def _now(self) -> tuple[float, float, float] | None:
-        """(wall clock, the machine's busy CPU seconds, this process's and its children's)."""
+    def _now(self) -> tuple[float, float, float, int] | None:
+        """(wall clock, the busy CPU seconds of the cores this process may run on, this
+        process's and its children's, how many cores): a trial pinned to 2 cores of 64 (taskset,
+        Slurm) is loaded by what runs on those 2, not by the host. (A cgroup's CPU quota
+        without pinning is not seen.)"""
         try:
-            machine = psutil.cpu_times()
+            per_core = psutil.cpu_times(percpu=True)
             own = self._process.cpu_times()
         except (psutil.Error, OSError):
             return None
-        idle = machine.idle + getattr(machine, "iowait", 0.0)
-        # guests' time is inside user and nice already
-        guests = getattr(machine, "guest", 0.0) + getattr(machine, "guest_nice", 0.0)
-        busy = sum(machine) - idle - guests
         mine = own.user + own.system + own.children_user + own.children_system
-        return time.monotonic(), busy, mine
+        allowed = getattr(os, "sched_getaffinity", lambda pid: set(range(len(per_core))))(0)
+        cores = [times for number, times in enumerate(per_core) if number in allowed] or per_core
+        return time.monotonic(), sum(_busy(times) for times in cores), mine, len(cores)
+
+
+def _busy(times: Any) -> float:
+    """A core's busy seconds (psutil's cpu_times): all but idle and waiting for I/O, guests'
+    time counted once (it is inside user and nice already)."""
+    idle = times.idle + getattr(times, "iowait", 0.0)
+    guests = getattr(times, "guest", 0.0) + getattr(times, "guest_nice", 0.0)
+    return float(sum(times)) - idle - guests

@@ -84,7 +84,7 @@ def _phase_writer(path: str | None) -> Callable[[str], None]:
 
     def write(phase: str) -> None:
         if path is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # (replaced only once written whole)
                 with open(path + ".tmp", "w") as f:
                     f.write(phase)
                 os.replace(path + ".tmp", path)
