@@ -178,7 +178,7 @@ def load_lines(load: LoadCheck | None) -> list[Phrases]:
         lines.append(
             Phrases(
                 f"caution: {n} fitting setting{'s were' if n > 1 else ' was'} ranked by rates ",
-                f"taken while others used {span} of the CPUs ", f"(now {load.now:.0%}), ",
+                f"taken while others used {span} of the CPUs ", f"(now {load.load_now:.0%}), ",
                 "not measured again: compare them with care",
                 style="yellow",
             )

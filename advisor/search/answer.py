@@ -28,7 +28,7 @@ NEAR = 0.02  # the time to the answer: until a setting within this of its rate w
 class LoadCheck:
     """How the answer's rates were made comparable on a machine that other work loaded."""
 
-    now: float  # others' share of the CPUs in the newest measurement, the answer's
+    load_now: float  # others' share of the CPUs in the newest measurement, the answer's
     # settings the answer is held against, whose rate was taken under another load: each
     # (that measurement, the one made again now)
     measured_again: list[tuple[TrialResult, TrialResult]]
@@ -37,7 +37,7 @@ class LoadCheck:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "now": self.now,
+            "now": self.load_now,
             "measured_again": [[old.id, new.id] for old, new in self.measured_again],
             "apart": [r.id for r in self.apart],
         }
@@ -65,7 +65,7 @@ class Answer:
         self.cap, self.device_name, self.torch_version = cap, device_name, torch_version
         self.repeats: list[TrialResult] = []  # the answer's measurements, newest first
         self.excluded: set[str] = set()  # settings that failed their repeat (uncapped hash)
-        self.now: float | None = None  # the load of the newest measurement (None: unknown)
+        self.load_now: float | None = None  # the load of the newest measurement (None: unknown)
         self.again: list[tuple[TrialResult, TrialResult]] = []  # measured again for the load
         self.not_again: list[TrialResult] = []  # measured again for the load, and not ok then
 
@@ -83,7 +83,7 @@ class Answer:
             results = [r for r in results if r.spec.uncapped.hash not in self.excluded]
             # the newest known load (a trial that ran out of memory, or an older one, has none)
             loaded = [r for r in results if _load(r) is not None]
-            self.now = _load(max(loaded, key=lambda r: r.id or 0)) if loaded else None
+            self.load_now = _load(max(loaded, key=lambda r: r.id or 0)) if loaded else None
             rec = recommend_from(self.at_one_load(results), target, effective_batch_size)
             if rec.best is None:
                 self.repeats = []
@@ -94,10 +94,13 @@ class Answer:
             if any(r.id not in ids for r in known):  # its other measurements count too
                 results = [*results, *(r for r in known if r.id not in ids)]
                 continue
-            now = [r for r in known if _same_load(r, self.now)]  # what counts: this load's
-            capped = self.cap is None or any(r.spec.memory_cap_bytes == self.cap for r in now)
-            disagree = len(now) == 2 and (disagreement(now) or 0.0) > DISAGREE
-            if (len(now) >= 2 and capped and not disagree) or made.get(setting.hash, 0) >= 2:
+            at_load_now = [r for r in known if _same_load(r, self.load_now)]  # what counts
+            capped = self.cap is None or any(
+                r.spec.memory_cap_bytes == self.cap for r in at_load_now
+            )
+            disagree = len(at_load_now) == 2 and (disagreement(at_load_now) or 0.0) > DISAGREE
+            known_now = len(at_load_now) >= 2 and capped and not disagree
+            if known_now or made.get(setting.hash, 0) >= 2:
                 stale = self._under_another_load(rec.runners_up, baseline)
                 if not stale:
                     self.repeats = known  # all of them: their spread is said, whatever the load
@@ -131,8 +134,12 @@ class Answer:
     def at_one_load(self, results: list[TrialResult]) -> list[TrialResult]:
         """The results whose rates compare with the newest: of a setting measured under the
         load of now, only those measurements; of the others, all (ranked as they are)."""
-        now = {r.spec.uncapped.hash for r in results if _same_load(r, self.now)}
-        return [r for r in results if _same_load(r, self.now) or r.spec.uncapped.hash not in now]
+        measured_now = {r.spec.uncapped.hash for r in results if _same_load(r, self.load_now)}
+        return [
+            r
+            for r in results
+            if _same_load(r, self.load_now) or r.spec.uncapped.hash not in measured_now
+        ]
 
     def baseline(
         self, measured: TrialResult, results: list[TrialResult], target: Target
@@ -145,16 +152,16 @@ class Answer:
 
     def load_check(self, results: list[TrialResult], target: Target) -> LoadCheck | None:
         """What was done for the load, and what could not be: None where nothing was needed."""
-        if self.now is None:
+        if self.load_now is None:
             return None
         newest: dict[str, TrialResult] = {}  # of each fitting setting, its newest rate
         for r in sorted(self.at_one_load(results), key=lambda r: r.id or 0):
             if r.status is Status.ok and target.fits(r):
                 newest[r.spec.uncapped.hash] = r
-        apart = [r for r in newest.values() if not _same_load(r, self.now)]
+        apart = [r for r in newest.values() if not _same_load(r, self.load_now)]
         if not (self.again or apart):
             return None
-        return LoadCheck(self.now, self.again, apart)
+        return LoadCheck(self.load_now, self.again, apart)
 
     def _under_another_load(
         self, compared: list[TrialResult], baseline: TrialSpec | None
@@ -169,7 +176,8 @@ class Answer:
         stale = []
         for setting in dict.fromkeys(settings):  # (in order, once each)
             known = self._measurements(setting)
-            if setting.hash in done or not known or any(_same_load(r, self.now) for r in known):
+            now = any(_same_load(r, self.load_now) for r in known)
+            if setting.hash in done or not known or now:
                 continue  # measured under this load (or again already), or never ran
             stale.append(known[0])
         return stale

@@ -5,8 +5,10 @@ answer's is measured again before the answer is held against it, and what could 
 from __future__ import annotations
 
 import dataclasses
+import io
 
 from fake_backend import ENVIRONMENT, fake_result
+from rich.console import Console
 
 from advisor.config import load, trial_spec
 from advisor.result import Status
@@ -88,7 +90,7 @@ def test_settings_measured_under_another_load_are_measured_again_before_comparin
     shown = answer.baseline(baseline, results, TARGET)
     assert shown.samples_per_s == 440.0  # not the 44/s of the busy machine
     check = answer.load_check(results, TARGET)
-    assert check is not None and check.now == 0.0 and check.apart == []
+    assert check is not None and check.load_now == 0.0 and check.apart == []
     assert [(old.id, new.id) for old, new in check.measured_again] == [
         (old.id, new.id) for old, new in answer.again
     ]
@@ -145,6 +147,34 @@ def test_the_load_of_now_is_the_newest_known_one(tmp_path):
 
     rec, results = answer.settle(results, TARGET, None, baseline.spec)
 
-    assert answer.now == 0.0
+    assert answer.load_now == 0.0
     assert [old.spec.batch_size for old, _ in answer.again] == [64]
     assert rec.best is not None and rec.best.spec.batch_size == 64
+
+
+def shown(renderable) -> str:
+    """What a line says on a wide terminal."""
+    console = Console(file=io.StringIO(), width=300, record=True)
+    console.print(renderable)
+    return console.export_text().strip()
+
+
+def test_the_load_lines_name_what_was_measured_again_and_what_was_not(tmp_path):
+    """The report of the check: each measurement made again, from and to which load; the
+    settings not measured again, their loads as a range in order (5% before 35%, not as text)."""
+    from advisor.report.sweep_report import load_lines
+    from advisor.search.answer import LoadCheck
+
+    store = Store(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    machine = Machine(store, {16: 100.0, 32: 200.0, 64: 300.0}, load=0.0)
+    old, new = machine.keep(setting(32), 0.9), machine.keep(setting(32), 0.0)
+    apart = [machine.keep(setting(16), 0.35), machine.keep(setting(64), 0.05)]
+    said = [shown(line) for line in load_lines(LoadCheck(0.2, [(old, new)], apart))]
+    assert said[0].startswith("measured again under the load of now: batch 32, bf16")
+    assert f"while others used 90% of the CPUs (trial {old.id})" in said[0]
+    assert f"at 0% (trial {new.id})" in said[0]
+    assert said[1] == (
+        "caution: 2 fitting settings were ranked by rates taken while others used 5% to 35% of "
+        "the CPUs (now 20%), not measured again: compare them with care"
+    )
+    assert load_lines(None) == []
