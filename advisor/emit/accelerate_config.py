@@ -4,6 +4,7 @@ lines for what the file cannot say, as comments above it."""
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import Any
 
 from advisor.emit import lines
@@ -36,7 +37,7 @@ def accelerate_config(spec: TrialSpec) -> TrainerConfig:
         *_tf32_after_accelerator(spec),
         *lines.model_lines(spec, compile_model=False),
         f"optimizer = {lines.optimizer_call(spec)}",
-        f"train_loader = torch.utils.data.DataLoader(train_dataset, batch_size={spec.batch_size})",
+        lines.loader_line(spec),
         "model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)",
         "",
         "",
@@ -54,7 +55,7 @@ def accelerate_config(spec: TrialSpec) -> TrainerConfig:
         "",
         *setup,
     ]
-    library = f"accelerate {lines.library_version('accelerate')}"
+    library = f"accelerate {importlib.metadata.version('accelerate')}"
     text = [
         *lines.header(spec, library, [lines.MODEL, lines.DATASET, lines.LOSS]),
         "# Save this file as accelerate.yaml and run: accelerate launch --config_file "

@@ -6,6 +6,7 @@ TF32, NHWC, checkpointing and compiling."""
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import inspect
 import typing
 from typing import Any
@@ -23,9 +24,13 @@ PRECISIONS: dict[Precision, tuple[str | int, ...]] = {
 FP32 = ("32-true", 32)  # default, fp32 and tf32: fp32 weights and math (TF32 by the lines)
 
 
+# Lightning's names: from 2.0, and the older one
+PACKAGES = ("lightning", "pytorch_lightning")
+
+
 def package() -> str:
     """lightning (2.0 on), or the older pytorch_lightning where only it is installed."""
-    return "lightning" if extras.installed("lightning") else "pytorch_lightning"
+    return next((name for name in PACKAGES if extras.installed(name)), PACKAGES[-1])
 
 
 def lightning_config(spec: TrialSpec) -> TrainerConfig:
@@ -46,19 +51,17 @@ def lightning_config(spec: TrialSpec) -> TrainerConfig:
             arguments["benchmark"] = True
         else:
             before += lines.benchmark_lines(spec)
-    if lines.sets_tf32(spec.precision):
-        before += lines.tf32_lines(spec.precision)
+    before += lines.measured_tf32_lines(spec.precision)
     before += lines.model_lines(spec)
     before += [
-        f"train_loader = torch.utils.data.DataLoader(train_dataset, batch_size={spec.batch_size})"
-        "  # Trainer takes no batch size",
+        lines.loader_line(spec, "Trainer takes no batch size"),
         "",
         "",
         "def configure_optimizers(self):  # your LightningModule's: Trainer takes no optimizer",
         f"    return {lines.optimizer_call(spec, 'self.parameters()')}",
         "",
     ]
-    library = f"Lightning {lines.library_version(name)}"
+    library = f"Lightning {importlib.metadata.version(name)}"
     trainer = [
         *lines.call("trainer = Trainer", arguments),
         "# trainer.fit(your_lightning_module, train_loader)",

@@ -76,6 +76,20 @@ def tf32_lines(precision: Precision) -> list[str]:
     ]
 
 
+def measured_tf32_lines(precision: Precision) -> list[str]:
+    """The TF32 lines where the setting sets TF32 (tf32 on, fp32 off); none for the rest."""
+    return tf32_lines(precision) if sets_tf32(precision) else []
+
+
+def loader_line(spec: TrialSpec, why: str = "") -> str:
+    """The DataLoader of the user's dataset, at the setting's micro batch."""
+    said = f"  # {why}" if why else ""
+    return (
+        f"train_loader = torch.utils.data.DataLoader(train_dataset, batch_size={spec.batch_size})"
+        + said
+    )
+
+
 def sets_tf32(precision: Precision) -> bool:
     return precision in (Precision.tf32, Precision.fp32)
 
@@ -186,9 +200,3 @@ def call(name: str, arguments: dict[str, Any]) -> list[str]:
     if not arguments:
         return [f"{name}()"]
     return [f"{name}(", *(f"    {k}={python(v)}," for k, v in arguments.items()), ")"]
-
-
-def library_version(distribution: str) -> str:
-    import importlib.metadata
-
-    return importlib.metadata.version(distribution)

@@ -17,7 +17,7 @@ def torch_config(spec: TrialSpec) -> TrainerConfig:
     per_step = spec.effective_batch_size
     setup = [
         *lines.benchmark_lines(spec),
-        *(lines.tf32_lines(spec.precision) if lines.sets_tf32(spec.precision) else []),
+        *lines.measured_tf32_lines(spec.precision),
         f"BATCH_SIZE = {spec.batch_size}  # samples in each micro batch: your DataLoader's",
         f"GRAD_ACCUM = {spec.grad_accum}  # micro batches in each optimizer step ({per_step} "
         "samples a step)",

@@ -7,6 +7,7 @@ import enum
 from collections.abc import Callable
 
 from advisor import extras
+from advisor.emit import lightning_args
 from advisor.emit.accelerate_config import accelerate_config
 from advisor.emit.lightning_args import lightning_config
 from advisor.emit.lines import TrainerConfig
@@ -26,7 +27,7 @@ class Trainer(enum.Enum):
 # the libraries each needs, any one of them (Lightning: its 2.0 name, or the older one)
 LIBRARIES = {
     Trainer.hf: ("transformers",),
-    Trainer.lightning: ("lightning", "pytorch_lightning"),
+    Trainer.lightning: lightning_args.PACKAGES,
     Trainer.accelerate: ("accelerate",),
     Trainer.torch: ("torch",),
 }

@@ -5,6 +5,7 @@ for what they cannot say."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import inspect
 from typing import Any
 
@@ -63,7 +64,7 @@ def hf_config(spec: TrialSpec) -> TrainerConfig:
     if optim is None:  # an optimizer TrainingArguments' optim cannot name: given to Trainer
         before.append(f"optimizer = {lines.optimizer_call(spec)}")
         trainer = trainer[:-1] + ", optimizers=(optimizer, None))"
-    library = f"transformers {lines.library_version('transformers')}"
+    library = f"transformers {importlib.metadata.version('transformers')}"
     imports = lines.imports(
         spec,
         "from transformers import Trainer, TrainingArguments",
@@ -127,15 +128,10 @@ def optim_arguments(spec: TrialSpec) -> dict[str, Any] | None:
         arguments = {"optim": optim, **arguments}
         arguments |= {k: v for k, v in adam.items() if v != ADAM_DEFAULTS[k]}
     if arguments["optim"] not in names or any(
-        _differs(k, v, defaults) for k, v in settings.items()
+        value != defaults.get(key) for key, value in settings.items()
     ):
         return None
     return arguments
-
-
-def _differs(key: str, value: Any, defaults: dict[str, Any]) -> bool:
-    """A setting of the optimizer's, left over, that TrainingArguments would not pass on."""
-    return value != defaults.get(key)
 
 
 def _checkpointing_argument(taken: Any) -> str | None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 
 import pytest
 import torch
 from conftest import FAST, spec_of
+from rich.console import Console
 
+from advisor.report.tables import trial_view
 from advisor.result import Phase, Status, TrialResult
 from advisor.trial.runner import run_trial
 from advisor.trial.training import build
@@ -182,6 +185,9 @@ def test_a_trial_says_where_its_time_went_and_its_phases():
     order = ["building", "first step", "warm-up", "timing"]
     assert phases and phases[-1] == "timing"  # timing lasts 1.5 s: the runner saw it
     assert [order.index(p) for p in phases] == sorted(order.index(p) for p in phases)
+    console = Console(file=io.StringIO(), width=400, record=True)  # and `advisor show` says so
+    console.print(trial_view(result))
+    assert f"others used {t.machine_load:.0%} of the CPUs while it timed" in console.export_text()
 
 
 def test_trials_share_the_compile_cache_beside_the_results(tmp_path, monkeypatch):
