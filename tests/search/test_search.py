@@ -472,3 +472,14 @@ def test_the_combination_comes_before_the_climbs_down_and_joins_what_each_change
     assert calls.index(("fp16", False, anchor)) < combined and ("bf16", True, anchor) in calls
     down = [i for i, (p, _, b) in enumerate(calls) if p == "fp32" and b < anchor]
     assert down and min(down) > combined
+
+
+def test_a_budget_already_spent_says_how_many_were_measured(db_url, study_url):
+    """Resumed with fewer trials than it has measured (trials=2 after 3), the sweep stops at
+    once and says the count it has, not its budget (it said "measured 2 specs" of 3)."""
+    backend = FakeBackend(Store(db_url))
+    sweeper, _ = make_sweeper(Store(db_url), backend, study_url)
+    sweeper.run(trials=3, minutes=None, patience=100)
+    assert sweeper.progress.measured == 3
+    reason = sweeper.run(trials=2, minutes=None, patience=100)
+    assert reason == "measured 3 specs (trials=2)" and len(backend.calls) == 3
