@@ -12,6 +12,7 @@ from advisor.errors import ConfigError
 from advisor.result import Status, TrialResult
 from advisor.spec import Device
 from advisor.target import Target
+from advisor.trial.machine_load import LOAD_NOISE
 
 MIN_TRIALS = 3  # fewer measured settings than this is too thin to recommend from
 DISAGREE = 0.05  # measurements of one setting further apart than this disagree
@@ -60,7 +61,7 @@ def recommend(
 ) -> Recommendation:
     ok = [
         r
-        for r in _one_per_setting(results, target)
+        for r in one_per_setting(results, target)
         if r.status is Status.ok and r.memory is not None and r.throughput is not None
         if effective_batch_size is None or r.spec.effective_batch_size == effective_batch_size
     ]
@@ -120,27 +121,48 @@ def pareto_front(results: Sequence[TrialResult]) -> list[TrialResult]:
 
 def typical(measured: TrialResult, results: Sequence[TrialResult], target: Target) -> TrialResult:
     """The measurement of `measured`'s setting that recommendations count (the median, see
-    _one_per_setting), among it and `results`: a setting measured again is shown by the figure
+    one_per_setting), among it and `results`: a setting measured again is shown by the figure
     the runners-up table shows, not by its first."""
     same = {r.id: r for r in results if r.spec.uncapped.hash == measured.spec.uncapped.hash}
     same.setdefault(measured.id, measured)
-    return _one_per_setting(list(same.values()), target)[0]
+    return one_per_setting(list(same.values()), target)[0]
 
 
-def _one_per_setting(results: Sequence[TrialResult], target: Target) -> list[TrialResult]:
+def one_per_setting(results: Sequence[TrialResult], target: Target) -> list[TrialResult]:
     """One trial of each setting, whatever cap it ran under. Among its trials that fit the
     target (a setting over it uncapped can fit under the target's cap, where the allocator
-    gives its cache back), the one at the median rate, the lower of the middle two: a setting
-    measured more than once counts by its typical measurement, not its luckiest. Where none
-    fits, the newest."""
+    gives its cache back) and were timed under the load of its newest (rates under other
+    loads are not pooled: the newest load wins), the one at the median rate, the lower of the
+    middle two: a setting measured more than once counts by its typical measurement, not its
+    luckiest. Where none fits, the newest."""
     groups: dict[str, list[TrialResult]] = {}
     for r in results:
         groups.setdefault(r.spec.uncapped.hash, []).append(r)
     chosen = []
     for group in groups.values():
-        fitting = sorted((r for r in group if _rank(r, target)[0]), key=_speed)
+        fitting = [r for r in group if _rank(r, target)[0]]
+        newest = newest_load(fitting)
+        fitting = sorted((r for r in fitting if same_load(r, newest)), key=_speed)
         chosen.append(fitting[(len(fitting) - 1) // 2] if fitting else max(group, key=_newest))
     return chosen
+
+
+def load_of(result: TrialResult) -> float | None:
+    """Others' share of the CPUs while the result was timed; None where not known."""
+    return result.throughput.machine_load if result.throughput else None
+
+
+def newest_load(results: Sequence[TrialResult]) -> float | None:
+    """The load of the newest result whose load is known (None: none is)."""
+    known = [r for r in results if load_of(r) is not None]
+    return load_of(max(known, key=_newest)) if known else None
+
+
+def same_load(result: TrialResult, load: float | None) -> bool:
+    """Whether a rate was taken under this load, within the load's noise (a rate whose load is
+    not known, stored before loads were, compares with any)."""
+    own = load_of(result)
+    return load is None or own is None or abs(own - load) <= LOAD_NOISE
 
 
 def _newest(r: TrialResult) -> int:

@@ -178,8 +178,8 @@ def load_lines(load: LoadCheck | None) -> list[Phrases]:
         lines.append(
             Phrases(
                 f"caution: {n} fitting setting{'s were' if n > 1 else ' was'} ranked by rates ",
-                f"taken while others used {span} of the CPUs ", f"(now {load.load_now:.0%}), ",
-                "not measured again: compare them with care",
+                f"taken while others used {span} of the CPUs ",
+                f"(the answer's: {load.load_now:.0%}): compare them with care",
                 style="yellow",
             )
         )  # fmt: skip

@@ -1,7 +1,8 @@
 """The sweep's answer: the fastest setting that fits, measured again until it is known (its
 median measurement counts), and how soon the search first measured it, or one near it. Rates
-taken while other work loaded the machine differently are not compared: the settings the answer
-is held against (its runners-up, the user's own) are measured again under the load of now."""
+taken while other work loaded the machine differently are not pooled (a setting counts by its
+newest load's, recommendation.one_per_setting), and the settings the answer is held against
+(its runners-up, the user's own) are measured again where theirs differs from the answer's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-from advisor.recommendation import DISAGREE, Recommendation, disagreement, typical
+from advisor.recommendation import (
+    DISAGREE,
+    Recommendation,
+    disagreement,
+    newest_load,
+    one_per_setting,
+    same_load,
+    typical,
+)
 from advisor.recommendation import recommend as recommend_from
 from advisor.result import Status, TrialResult
 from advisor.search.backend import WorkerBackend
@@ -19,7 +28,6 @@ from advisor.spec import TrialSpec
 from advisor.store.sharing import Others
 from advisor.store.store import Store
 from advisor.target import Target
-from advisor.trial.machine_load import LOAD_NOISE
 
 NEAR = 0.02  # the time to the answer: until a setting within this of its rate was measured
 
@@ -28,11 +36,12 @@ NEAR = 0.02  # the time to the answer: until a setting within this of its rate w
 class LoadCheck:
     """How the answer's rates were made comparable on a machine that other work loaded."""
 
-    load_now: float  # others' share of the CPUs in the newest measurement, the answer's
+    load_now: float  # others' share of the CPUs in the answer's newest measurement
     # settings the answer is held against, whose rate was taken under another load: each
     # (that measurement, the one made again now)
     measured_again: list[tuple[TrialResult, TrialResult]]
-    # fitting settings ranked by a rate taken under another load (not measured again)
+    # fitting settings whose figure (the newest load's) was taken under another load than
+    # the answer's, measured again or not
     apart: list[TrialResult]
 
     def to_dict(self) -> dict[str, object]:
@@ -65,7 +74,7 @@ class Answer:
         self.cap, self.device_name, self.torch_version = cap, device_name, torch_version
         self.repeats: list[TrialResult] = []  # the answer's measurements, newest first
         self.excluded: set[str] = set()  # settings that failed their repeat (uncapped hash)
-        self.load_now: float | None = None  # the load of the newest measurement (None: unknown)
+        self.load_now: float | None = None  # the answer's newest measurement's (None: unknown)
         self.again: list[tuple[TrialResult, TrialResult]] = []  # measured again for the load
         self.not_again: list[TrialResult] = []  # measured again for the load, and not ok then
 
@@ -81,10 +90,7 @@ class Answer:
         made: dict[str, int] = {}  # measurements made here, by setting: two at most
         while True:
             results = [r for r in results if r.spec.uncapped.hash not in self.excluded]
-            # the newest known load (a trial that ran out of memory, or an older one, has none)
-            loaded = [r for r in results if _load(r) is not None]
-            self.load_now = _load(max(loaded, key=lambda r: r.id or 0)) if loaded else None
-            rec = recommend_from(self.at_one_load(results), target, effective_batch_size)
+            rec = recommend_from(results, target, effective_batch_size)
             if rec.best is None:
                 self.repeats = []
                 return rec, results
@@ -94,7 +100,9 @@ class Answer:
             if any(r.id not in ids for r in known):  # its other measurements count too
                 results = [*results, *(r for r in known if r.id not in ids)]
                 continue
-            at_load_now = [r for r in known if _same_load(r, self.load_now)]  # what counts
+            # the load of now: the answer's newest measurement's, which its others count by
+            self.load_now = newest_load(known)
+            at_load_now = [r for r in known if same_load(r, self.load_now)]
             capped = self.cap is None or any(
                 r.spec.memory_cap_bytes == self.cap for r in at_load_now
             )
@@ -131,34 +139,26 @@ class Answer:
             if not (again.status is Status.ok and target.fits(again)):
                 self.excluded.add(setting.hash)  # it does not run (or fit) again: the next best
 
-    def at_one_load(self, results: list[TrialResult]) -> list[TrialResult]:
-        """The results whose rates compare with the newest: of a setting measured under the
-        load of now, only those measurements; of the others, all (ranked as they are)."""
-        measured_now = {r.spec.uncapped.hash for r in results if _same_load(r, self.load_now)}
-        return [
-            r
-            for r in results
-            if _same_load(r, self.load_now) or r.spec.uncapped.hash not in measured_now
-        ]
-
     def baseline(
         self, measured: TrialResult, results: list[TrialResult], target: Target
     ) -> TrialResult:
-        """The baseline's figure that the answer is held against: its typical measurement
-        under the load of now, where it was measured again for the load."""
+        """The baseline's figure that the answer is held against: its typical measurement at
+        its newest load (the one made again for the load, where it was)."""
         again = [new for old, new in self.again if old.spec.uncapped == measured.spec.uncapped]
-        same = self.at_one_load([measured, *again, *results])
-        return typical(again[-1] if again else measured, same, target)
+        return typical(again[-1] if again else measured, [measured, *again, *results], target)
 
     def load_check(self, results: list[TrialResult], target: Target) -> LoadCheck | None:
         """What was done for the load, and what could not be: None where nothing was needed."""
         if self.load_now is None:
             return None
-        newest: dict[str, TrialResult] = {}  # of each fitting setting, its newest rate
-        for r in sorted(self.at_one_load(results), key=lambda r: r.id or 0):
-            if r.status is Status.ok and target.fits(r):
-                newest[r.spec.uncapped.hash] = r
-        apart = [r for r in newest.values() if not _same_load(r, self.load_now)]
+        best = recommend_from(results, target).best
+        answer = best.spec.uncapped if best else None
+        apart = [
+            r  # each fitting setting by the figure it is ranked by, beside the answer's
+            for r in one_per_setting(results, target)
+            if r.status is Status.ok and target.fits(r) and r.spec.uncapped != answer
+            if not same_load(r, self.load_now)
+        ]
         if not (self.again or apart):
             return None
         return LoadCheck(self.load_now, self.again, apart)
@@ -176,9 +176,8 @@ class Answer:
         stale = []
         for setting in dict.fromkeys(settings):  # (in order, once each)
             known = self._measurements(setting)
-            now = any(_same_load(r, self.load_now) for r in known)
-            if setting.hash in done or not known or now:
-                continue  # measured under this load (or again already), or never ran
+            if setting.hash in done or not known or same_load(known[0], self.load_now):
+                continue  # counted at this load (its newest), measured again already, or never ran
             stale.append(known[0])
         return stale
 
@@ -228,14 +227,3 @@ def time_to(share: float, progress: SweepProgress, best: TrialResult | None) -> 
         if r.spec.uncapped == best.spec.uncapped or r.samples_per_s >= share * best.samples_per_s:
             return step.at_s
     return None
-
-
-def _load(result: TrialResult) -> float | None:
-    return result.throughput.machine_load if result.throughput else None
-
-
-def _same_load(result: TrialResult, now: float | None) -> bool:
-    """Whether a rate was taken under the load of now, within the load's noise (a rate whose
-    load is unknown, stored before loads were, compares with any)."""
-    load = _load(result)
-    return now is None or load is None or abs(load - now) <= LOAD_NOISE

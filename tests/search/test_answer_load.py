@@ -175,6 +175,25 @@ def test_the_load_lines_name_what_was_measured_again_and_what_was_not(tmp_path):
     assert f"at 0% (trial {new.id})" in said[0]
     assert said[1] == (
         "caution: 2 fitting settings were ranked by rates taken while others used 5% to 35% of "
-        "the CPUs (now 20%), not measured again: compare them with care"
+        "the CPUs (the answer's: 20%): compare them with care"
     )
     assert load_lines(None) == []
+
+
+def test_a_setting_counts_by_its_newest_loads_rates(tmp_path):
+    """A newcomer's resumed sweep: one setting measured 1,468/s with others at 53%, then 247
+    and 257/s at 66%; its figure was the 1,468 (a median across loads). Rates under other loads
+    are not pooled: it counts by its newest load's, 247/s (the lower of the middle two)."""
+    from advisor.recommendation import one_per_setting
+
+    store = Store(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    machine = Machine(store, {32: 1468.0}, load=0.0, slowed=False)
+    early = [machine.keep(setting(32), 0.25), machine.keep(setting(32), 0.53)]
+    late = [machine.keep(setting(32), 0.66), machine.keep(setting(32), 0.66)]
+    late = [
+        store.add(dataclasses.replace(r, throughput=dataclasses.replace(r.throughput,
+                                                                        samples_per_s=rate)))
+        for r, rate in zip(late, (257.0, 247.0), strict=True)
+    ]  # fmt: skip
+    [counted] = one_per_setting([*early, *late], TARGET)
+    assert counted.samples_per_s == 247.0 and counted.throughput.machine_load == 0.66
