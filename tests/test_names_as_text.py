@@ -91,7 +91,7 @@ def test_the_report_hands_names_to_rich_as_text(tmp_path, name):
         sweep_report.recommendation_report(rec, None),
         sweep_report.baseline_line(other, against(other, result), rec),
         sweep_report.sweep_step_line(SweepProgress(best=result), step, 3),
-        sweep_report.measured_again_line(result, "the answer's repeat"),
+        sweep_report.measured_again_line(result, "a repeat of the fastest so far"),
         sweep_report.largest_batches_table(
             sweep_report.largest_batches({"a": (result.spec, 64, "measured")}), target),
     ]  # fmt: skip

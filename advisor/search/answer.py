@@ -135,7 +135,7 @@ class Answer:
                 again = self.backend.measure(spec, repeat=True)  # stored, linked as a repeat
             finally:
                 self.others.drop(claim)
-            self.on_measured(again, "the answer's repeat")
+            self.on_measured(again, "a repeat of the fastest so far")
             if not (again.status is Status.ok and target.fits(again)):
                 self.excluded.add(setting.hash)  # it does not run (or fit) again: the next best
 
