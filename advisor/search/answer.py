@@ -109,7 +109,8 @@ class Answer:
             disagree = len(at_load_now) == 2 and (disagreement(at_load_now) or 0.0) > DISAGREE
             known_now = len(at_load_now) >= 2 and capped and not disagree
             if known_now or made.get(setting.hash, 0) >= 2:
-                stale = self._under_another_load(rec.runners_up, baseline)
+                answered_at = max(r.id or 0 for r in known)  # the answer's newest measurement
+                stale = self._under_another_load(rec.runners_up, baseline, answered_at)
                 if not stale:
                     self.repeats = known  # all of them: their spread is said, whatever the load
                     return rec, results
@@ -164,10 +165,13 @@ class Answer:
         return LoadCheck(self.load_now, self.again, apart)
 
     def _under_another_load(
-        self, compared: list[TrialResult], baseline: TrialSpec | None
+        self, compared: list[TrialResult], baseline: TrialSpec | None, answered_at: int
     ) -> list[TrialResult]:
         """The newest measurement of each setting compared with the answer (its runners-up,
-        the baseline) that was taken under another load than now, and not measured again."""
+        the baseline) that was taken under another load than now, before the answer's newest
+        measurement (trial answered_at), and not measured again: one measured after the answer
+        is as near the answer's load as the machine allows, and a resumed sweep does not
+        measure it once more."""
         settings = [r.spec.uncapped for r in compared]
         if baseline is not None:
             settings.append(baseline.uncapped)
@@ -178,6 +182,8 @@ class Answer:
             known = self._measurements(setting)
             if setting.hash in done or not known or same_load(known[0], self.load_now):
                 continue  # counted at this load (its newest), measured again already, or never ran
+            if (known[0].id or 0) > answered_at:
+                continue  # measured after the answer already (again, in an earlier run)
             stale.append(known[0])
         return stale
 

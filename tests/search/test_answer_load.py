@@ -197,3 +197,23 @@ def test_a_setting_counts_by_its_newest_loads_rates(tmp_path):
     ]  # fmt: skip
     [counted] = one_per_setting([*early, *late], TARGET)
     assert counted.samples_per_s == 247.0 and counted.throughput.machine_load == 0.66
+
+
+def test_a_setting_measured_after_the_answer_is_not_measured_again_on_resume(tmp_path):
+    """A runner-up measured again after the answer's repeats, and still under another load
+    (the machine's load moved), is as near the answer as it gets: a resumed sweep measures
+    nothing for it (it did each time, so a resume measured more than its search had), and the
+    caution line names it."""
+    store = Store(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    machine = Machine(store, {32: 300.0, 64: 440.0}, load=0.0)
+    results = [machine.keep(setting(32), 0.9)]  # the search's, under load
+    results += [machine.keep(setting(64), 0.0), machine.keep(setting(64), 0.0)]  # the answer's
+    results.append(machine.keep(setting(32), 0.5))  # measured again: the load had moved
+    answer = answer_on(machine)
+
+    rec, results = answer.settle(results, TARGET, None)
+
+    assert rec.best is not None and rec.best.spec.batch_size == 64
+    assert machine.measured == [] and answer.again == []
+    check = answer.load_check(results, TARGET)
+    assert check is not None and [r.throughput.machine_load for r in check.apart] == [0.5]
