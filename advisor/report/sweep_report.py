@@ -57,16 +57,20 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
     )
 
 
-def measured_again_line(result: TrialResult, why: str) -> Text:
+def measured_again_line(result: TrialResult, why: str) -> Phrases:
     """One line per measurement the answer made after the search, and why."""
     t, m = result.throughput, result.memory
-    fate = result.status.value
+    fate = [result.status.value]
     if result.status is Status.ok and t is not None and m is not None:
-        fate = f"{t.samples_per_s:,.1f}/s{rate_precision(t)}, peak {gib(m.device_peak_bytes)}"
+        fate = [
+            f"{t.samples_per_s:,.1f}/s{rate_precision(t)}, ",
+            f"peak {gib(m.device_peak_bytes)}",
+        ]
         if t.machine_load is not None and t.machine_load > LOAD_NOISE:
-            fate += f", others used {t.machine_load:.0%} of the CPUs"
-    return Text.assemble(
-        (f"measured again ({why}) ", "grey50"), f"{describe_spec(result.spec)}: ", fate
+            fate[-1] += ", "
+            fate.append(f"others used {t.machine_load:.0%} of the CPUs")
+    return Phrases(
+        Text(f"measured again ({why}) ", "grey50"), f"{describe_spec(result.spec)}: ", *fate
     )
 
 
@@ -131,15 +135,18 @@ def _measured_elsewhere(rec: Recommendation, best: TrialResult) -> list[str]:
             "the rates do not"]  # fmt: skip
 
 
-def repeats_line(repeats: Sequence[TrialResult], disagreement: float | None) -> Text:
+def repeats_line(repeats: Sequence[TrialResult], disagreement: float | None) -> Phrases:
     """The recommended setting's measurements, and how far apart they are."""
     if disagreement is None:
-        return Text("")
-    rates = ", ".join(f"{r.samples_per_s:,.1f}" for r in repeats)
-    line = f"measured {len(repeats)} times: {rates} samples/s, {disagreement:.1%} apart"
+        return Phrases("")
+    rates = [f"{r.samples_per_s:,.1f}, " for r in repeats]
+    rates[-1] = rates[-1].removesuffix(", ") + " samples/s, "
+    said = [f"measured {len(repeats)} times: ", *rates, f"{disagreement:.1%} apart"]
     if disagreement > DISAGREE:
-        return Text(f"{line}: these measurements disagree; do not take one as fact", "yellow")
-    return Text(line)
+        said[-1] += ": "
+        return Phrases(*said, "these measurements disagree; ", "do not take one as fact",
+                       style="yellow")  # fmt: skip
+    return Phrases(*said)
 
 
 def resumed_line(resumed: Resumed) -> Phrases:
@@ -166,7 +173,7 @@ def load_lines(load: LoadCheck | None) -> list[Phrases]:
     for old, new in load.measured_again:
         lines.append(
             Phrases(
-                f"measured again under the load of now: {knobs_of(old.spec)}, ",
+                "measured again under the load of now: ", f"{knobs_of(old.spec)}, ",
                 f"{rate(old.throughput)}/s while others used {busy(old)} of the CPUs ",
                 f"(trial {old.id}), ", f"{rate(new.throughput)}/s at {busy(new)} (trial {new.id})",
             )
@@ -202,7 +209,7 @@ def timing_line(elapsed_s: float, time_to_answer_s: float | None, within: float)
 
 def baseline_line(
     baseline: TrialResult | None, versus: Against | None, rec: Recommendation
-) -> Text:
+) -> Text | Phrases:
     """The recommendation against the user's own settings, in one line."""
     if baseline is None:
         return Text("your current settings were judged not to fit without running them")
@@ -213,7 +220,8 @@ def baseline_line(
     if versus is None:
         return Text(f"your current settings ({setting}) {verdict}")
     if rec.best is not None and rec.best.spec.uncapped == baseline.spec.uncapped:
-        return Text(f"your current settings ({setting}) are the fastest that fit", style="bold")
+        return Phrases("your current settings ", f"({setting}) ", "are the fastest that fit",
+                       style="bold")  # fmt: skip
     saved = versus.memory_saved_bytes
     memory = f"{gib(abs(saved))} {'less' if saved >= 0 else 'more'}"
     if abs(saved) < 2**20:
@@ -223,11 +231,15 @@ def baseline_line(
         else f"{1 / versus.speedup:.2f}x slower"
     )  # fmt: skip
     unshown = _within_intervals(versus, baseline, rec.best)
-    return Text.assemble(
-        (f"{speed} and {memory} ", "yellow" if unshown or versus.speedup < 1 else "bold green"),
-        f"than your current settings ({setting}), which {verdict}",
-        ("; the difference is within the two rates' 95% intervals" if unshown else "", "yellow"),
-    )
+    within: list[str | Text] = [
+        "; ",
+        Text("the difference is within the two rates' 95% intervals", "yellow"),
+    ]
+    return Phrases(
+        Text(f"{speed} and {memory} ", "yellow" if unshown or versus.speedup < 1 else "bold green"),
+        "than your current settings ", f"({setting}), ", f"which {verdict}",
+        *(within if unshown else []),
+    )  # fmt: skip
 
 
 def _within_intervals(versus: Against, baseline: TrialResult, best: TrialResult | None) -> bool:

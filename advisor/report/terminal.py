@@ -65,6 +65,11 @@ class Phrases:
         self.phrases = [Text(p) if isinstance(p, str) else p for p in phrases]
         self.style = style
 
+    @property
+    def plain(self) -> str:
+        """The line's words, unbroken."""
+        return "".join(phrase.plain for phrase in self.phrases)
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
         line = Text(style=self.style)
         for phrase in self.phrases:
