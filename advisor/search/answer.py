@@ -75,6 +75,7 @@ class Answer:
         self.repeats: list[TrialResult] = []  # the answer's measurements, newest first
         self.excluded: set[str] = set()  # settings that failed their repeat (uncapped hash)
         self.load_now: float | None = None  # the answer's newest measurement's (None: unknown)
+        self.answered: TrialSpec | None = None  # the setting settled on (uncapped)
         self.again: list[tuple[TrialResult, TrialResult]] = []  # measured again for the load
         self.not_again: list[TrialResult] = []  # measured again for the load, and not ok then
 
@@ -113,6 +114,7 @@ class Answer:
                 stale = self._under_another_load(rec.runners_up, baseline, answered_at)
                 if not stale:
                     self.repeats = known  # all of them: their spread is said, whatever the load
+                    self.answered = setting
                     return rec, results
                 for earlier in stale:
                     again = self._again(earlier)
@@ -152,12 +154,10 @@ class Answer:
         """What was done for the load, and what could not be: None where nothing was needed."""
         if self.load_now is None:
             return None
-        best = recommend_from(results, target).best
-        answer = best.spec.uncapped if best else None
         apart = [
             r  # each fitting setting by the figure it is ranked by, beside the answer's
             for r in one_per_setting(results, target)
-            if r.status is Status.ok and target.fits(r) and r.spec.uncapped != answer
+            if r.status is Status.ok and target.fits(r) and r.spec.uncapped != self.answered
             if not same_load(r, self.load_now)
         ]
         if not (self.again or apart):
