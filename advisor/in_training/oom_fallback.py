@@ -92,15 +92,21 @@ class OOMFallback:
     @classmethod
     def from_recommendation(cls, recommendation: Recommendation, **options: Any) -> OOMFallback:
         """The recommended setting's split, then the ranking's settings that differ from it in
-        micro batch only (smaller, the fastest first), then halvings down to a micro batch of 1
-        where the ranking has none smaller."""
+        micro batch and accumulation only, with as many samples a step (a smaller micro batch,
+        the fastest first), then halvings down to a micro batch of 1 where the ranking has none
+        smaller."""
         best = recommendation.best
         if best is None:
             raise ConfigError(f"nothing to fall back from: {recommendation.thin or 'no fit'}")
         splits = [Split(best.spec.batch_size, best.spec.grad_accum)]
         for ranked in recommendation.runners_up:
             split = Split(ranked.spec.batch_size, ranked.spec.grad_accum)
-            if _same_but_split(ranked, best) and split.micro_batch < splits[-1].micro_batch:
+            keeps = split.samples == splits[0].samples  # (the same samples a step)
+            if (
+                keeps
+                and _same_but_split(ranked, best)
+                and split.micro_batch < splits[-1].micro_batch
+            ):
                 splits.append(split)
         while splits[-1].micro_batch > 1:
             last = splits[-1]

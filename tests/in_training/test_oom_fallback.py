@@ -77,7 +77,8 @@ def test_two_ranks_fall_back_together(tmp_path):
 
 def test_the_splits_follow_the_ranking_then_halve():
     """The recommendation's split, then a runner-up that differs in micro batch only and is
-    smaller (another precision is not a fallback the loop can take), then halvings to 1."""
+    smaller (another precision, or another effective batch, is not a fallback the loop can
+    take), then halvings to 1."""
     target = target_for(None, "40GiB", 0.05, spec_of("model=tiny_mlp").device)
 
     def measured(batch: int, accum: int, rate: float, precision: str = "default"):
@@ -90,7 +91,7 @@ def test_the_splits_follow_the_ranking_then_halve():
 
     rec = recommend(
         [measured(64, 1, 900), measured(32, 2, 800), measured(16, 4, 850, "bf16"),
-         measured(8, 8, 700)], target,
+         measured(16, 1, 750), measured(8, 8, 700)], target,
     )  # fmt: skip
     fallback = OOMFallback.from_recommendation(rec)
     assert [(s.micro_batch, s.accumulation) for s in fallback.splits] == [
