@@ -293,8 +293,9 @@ def sweep(
         store, MeasureConfig(**cfg.measure), cfg.timeout_s, device_name, torch_version,
         gpus=slots, compile_cache=store.compile_cache(), on_phase=events.phase, sweep_id=sweep_id,
     )  # fmt: skip
-    earlier = store.sweep_trials(sweep_id)
-    taken_up = study.resumed(record, optuna_study.study_name, len(earlier), planned.arguments)
+    used = store.sweep_trials(sweep_id)
+    earlier = store.sweep_trials(sweep_id, repeats=False)  # the search's; the answer's go below
+    taken_up = study.resumed(record, optuna_study.study_name, len(used), planned.arguments)
     events.started(
         sweep_id,
         f"{base.model.name} on {device_name} for {target.name}: {space.size()} combinations to "
@@ -323,8 +324,13 @@ def sweep(
         baseline = sweeper.first(base)
         reason = sweeper.run(cfg.trials, cfg.minutes, cfg.patience, workers=len(slots))
         elapsed_s = sweeper.progress.elapsed_s
-        # recommended from the space asked for (the baseline may lie outside it)
-        results = [r for r in sweeper.results.values() if space.params(r.spec) is not None]
+        # recommended from the space asked for (the baseline may lie outside it), with what
+        # earlier runs' answers measured again (their runners-up' newer rates among them)
+        searched = {r.id for r in sweeper.results.values()}
+        again = [r for r, _ in used if r.id not in searched and r.status is Status.ok]
+        results = [
+            r for r in [*sweeper.results.values(), *again] if space.params(r.spec) is not None
+        ]
         answer = Answer(
             store, backend, events.measuring, cap, device_name, torch_version, others,
             on_measured=events.measured_again,

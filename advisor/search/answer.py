@@ -30,6 +30,7 @@ from advisor.store.store import Store
 from advisor.target import Target
 
 NEAR = 0.02  # the time to the answer: until a setting within this of its rate was measured
+MOST_MEASUREMENTS = 3  # of the answer: the search's and two repeats (a resume adds none)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +110,8 @@ class Answer:
             )
             disagree = len(at_load_now) == 2 and (disagreement(at_load_now) or 0.0) > DISAGREE
             known_now = len(at_load_now) >= 2 and capped and not disagree
-            if known_now or made.get(setting.hash, 0) >= 2:
+            # two repeats at most, in this run or, for a resumed sweep, in the earlier ones
+            if known_now or made.get(setting.hash, 0) >= 2 or len(known) >= MOST_MEASUREMENTS:
                 answered_at = max(r.id or 0 for r in known)  # the answer's newest measurement
                 stale = self._under_another_load(rec.runners_up, baseline, answered_at)
                 if not stale:

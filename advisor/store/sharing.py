@@ -166,9 +166,10 @@ class SharedSweep:
         return {r.key for r in rows if r.owner != self.owner and self._alive(r, now)}
 
     def news(self) -> list[tuple[TrialResult, bool]]:
-        """The sweep's trials (each with whether it was reused from history) not handed out
-        before, this process's own included: the caller knows its own."""
-        new = [(r, reused) for r, reused in self.store.sweep_trials(self.sweep_id)
+        """The search's trials of the sweep (each with whether it was reused from history; not
+        the answer's repeats) not handed out before, this process's own included: the caller
+        knows its own."""
+        new = [(r, reused) for r, reused in self.store.sweep_trials(self.sweep_id, repeats=False)
                if r.id not in self._seen]  # fmt: skip
         self._seen.update(r.id for r, _ in new if r.id is not None)
         return new

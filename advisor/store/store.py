@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, Select, func, select
+from sqlalchemy import Row, Select, func, select, true
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -334,12 +334,14 @@ class Store:
         except IntegrityError:  # another process of the sweep linked it first
             pass
 
-    def sweep_trials(self, sweep_id: int) -> list[tuple[TrialResult, bool]]:
-        """The trials a sweep used, in order, each with whether it was reused from history."""
+    def sweep_trials(self, sweep_id: int, repeats: bool = True) -> list[tuple[TrialResult, bool]]:
+        """The trials a sweep used, in order (without the answer's repeats where not
+        `repeats`), each with whether it was reused from history."""
         query = (
             select(*rows.TRIAL_COLUMNS)
             .join(SweepTrialRow, SweepTrialRow.trial_id == TrialRow.id)
             .where(SweepTrialRow.sweep_id == sweep_id)
+            .where(true() if repeats else SweepTrialRow.repeat.is_(False))
             .order_by(SweepTrialRow.position)
         )
         links = select(SweepTrialRow.trial_id, SweepTrialRow.reused).where(
