@@ -5,6 +5,7 @@ the largest batch each setting is predicted to fit."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
@@ -23,12 +24,14 @@ from advisor.report.terminal import (
     rate_precision,
 )
 from advisor.result import Status, TrialResult
-from advisor.search.answer import LoadCheck
 from advisor.search.steps import Step, SweepProgress
-from advisor.search.study import Resumed
 from advisor.spec import Device, TrialSpec
 from advisor.target import Target
 from advisor.trial.machine_load import LOAD_NOISE
+
+if TYPE_CHECKING:  # (history's verbs read this module: the search would import torch, Optuna)
+    from advisor.search.answer import LoadCheck
+    from advisor.search.study import Resumed
 
 
 def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
