@@ -30,6 +30,7 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
       status=ok|oom|crashed|timeout gpu=TEXT (part of the device's name)
       torch=VERSION (2.11: any 2.11.x) since=DATE until=DATE (ISO, UTC:
       2026-12-01 or 2026-12-01T14:00) sweep=ID hash=SPEC_HASH
+      kind=measured|training (advisor's measurements, your training runs)
       limit=N (default 20, 0 for all) db_url=URL
     Examples:
       advisor history
@@ -99,7 +100,8 @@ def _matching(filters: list[str], default_limit: int) -> list[TrialResult]:
 
 @history_commands.command()
 def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) -> None:
-    """Show one stored trial: its breakdown, its rate and spread, where it ran.
+    """Show one stored trial: its breakdown, its rate and spread, where it ran (a training run:
+    beside the measured trial it followed).
 
     \b
     advisor show 12 [db_url=URL]   (ids: advisor history)
@@ -114,7 +116,8 @@ def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) ->
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
         return
-    out.print(tables.trial_view(result))
+    followed = store.get(result.follows) if result.follows is not None else None
+    out.print(tables.trial_view(result, followed))
 
 
 @history_commands.command()

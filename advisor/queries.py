@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from advisor.errors import ConfigError, NotStored
 from advisor.recommendation import Recommendation, recommend, run_on
-from advisor.result import Status, TrialResult
+from advisor.result import Kind, Status, TrialResult
 from advisor.spec import Device, WorkloadIdentity
 from advisor.store.store import Store, existing
 from advisor.store.sweeps import Sweep
@@ -20,7 +20,7 @@ from advisor.store.trial_filter import TrialFilter
 from advisor.target import DEFAULT_MARGIN, Target, target_for
 
 FILTERS = ("model", "workload", "status", "gpu", "torch", "since", "until", "sweep", "hash",
-           "limit")  # fmt: skip
+           "kind", "limit")  # fmt: skip
 RECOMMEND_PARAMS = ("model", "gpu", "memory", "margin", "effective_batch_size", "device")
 MAX_LIMIT = 2**31  # rows: more than any database here holds, well inside SQL's 64-bit LIMIT
 LARGEST_ID = 2**63 - 1  # SQL's 64-bit integers: a larger id is no id
@@ -48,8 +48,9 @@ class TrialQuery:
 
 def history(*, db_url: str | None = None, **filters: object) -> list[TrialResult]:
     """Stored trials, newest first, by `advisor history`'s filters: model=, workload=, status=,
-    gpu=, torch=, since=, until=, sweep=, hash=, and limit= (all of them unless given; the
-    command shows 20). A value may be text, a number, a date or an enum (Status.ok).
+    gpu=, torch=, since=, until=, sweep=, hash=, kind= (measured, training: every kind unless
+    given) and limit= (all of them unless given; the command shows 20). A value may be text, a
+    number, a date or an enum (Status.ok).
 
         advisor.history(model="resnet50", status="ok", gpu="h200", since="2026-12-01")
     """
@@ -74,6 +75,9 @@ def trial_query(
     status = given.get("status")
     if status is not None and status not in {s.value for s in Status}:
         raise ConfigError(f"unknown status {status!r}; choose one of ok, oom, crashed, timeout")
+    kind = given.get("kind")
+    if kind is not None and kind not in {k.value for k in Kind}:
+        raise ConfigError(f"unknown kind {kind!r}; choose one of measured, training")
     try:
         limit = int(given.get("limit", str(default_limit)))
     except ValueError:
@@ -89,6 +93,7 @@ def trial_query(
         since=_utc(given.get("since"), "since"),
         until=_utc(given.get("until"), "until"),
         sweep_id=_whole(given["sweep"], "sweep", "a sweep's id") if given.get("sweep") else None,
+        kind=Kind(kind) if kind else None,  # (history shows every kind unless asked)
     )
     return TrialQuery(model=given.get("model"), status=status,
                       spec_hash=given.get("hash"), limit=limit, where=where)  # fmt: skip

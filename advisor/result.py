@@ -20,6 +20,13 @@ class Status(enum.Enum):
     timeout = "timeout"  # the worker did not finish in time and was killed
 
 
+class Kind(enum.Enum):
+    """What a stored trial is: advisor's measurement, or the user's own training run."""
+
+    measured = "measured"  # advisor measured the setting (run, sweep): what it predicts from
+    training = "training"  # the user's training, recorded by advisor.in_training's callbacks
+
+
 class Phase(enum.Enum):
     """Where in the training step something happened (an OOM, the peak)."""
 
@@ -190,6 +197,8 @@ class TrialResult:
     id: int | None = None  # set by the store
     created_at: str | None = None  # ISO 8601, UTC; set by the store
     memory_snapshot: str | None = None  # the file torch's memory snapshot was written to
+    kind: Kind = Kind.measured
+    follows: int | None = None  # a training run's: the id of the measured trial it followed
 
     @property
     def samples_per_s(self) -> float:
@@ -197,7 +206,8 @@ class TrialResult:
         return 0.0 if self.throughput is None else self.throughput.samples_per_s
 
     def to_dict(self) -> dict[str, Any]:
-        """The public JSON shape: id, status, spec, memory, throughput, environment, failure."""
+        """The public JSON shape: id, status, spec, memory, throughput, environment, failure,
+        and what kind of trial it is (a training run: the measured trial it followed)."""
         spec = self.spec.to_dict()
         spec["model"] = self.spec.model.name  # the full workload description stays in the store
         # its code and library versions; None for trials stored before workloads had one
@@ -219,6 +229,8 @@ class TrialResult:
             "failure": _part(self.failure),
             "wall_s": self.wall_s,
             "memory_snapshot": self.memory_snapshot,
+            "kind": self.kind.value,
+            "follows": self.follows,
         }
 
 

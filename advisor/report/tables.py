@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.report.terminal import CUT_LEGEND, Phrases, describe, gib, rate, trial_report
-from advisor.result import Environment, TrialResult
+from advisor.result import Environment, Kind, TrialResult
 from advisor.spec import Device
 
 if TYPE_CHECKING:  # (a sweep as the store gives it; these tables need no database)
@@ -35,7 +35,7 @@ def history_table(results: Sequence[TrialResult], width: int = 80) -> Group:
     and the code was hidden."""
     rows = [[*_history_row(r), _code(r)] for r in results]
     devices = [r.environment.device_name if r.environment else "-" for r in results]
-    settings = [describe(r) for r in results]
+    settings = [_setting(r) for r in results]
     widths = [max(map(cell_len, column)) for column in zip(FIGURES, *rows, strict=True)]
     figures = sum(widths) + len(GAP) * (len(widths) - 1)
     device = max(map(cell_len, ["device", *devices])) + len(GAP)
@@ -81,9 +81,15 @@ def _history_row(r: TrialResult) -> list[str]:
     return [str(r.id), when, r.status.value, rate(r.throughput), peak]
 
 
-def trial_view(result: TrialResult) -> Group:
+def _setting(r: TrialResult) -> str:
+    said = describe(r)
+    return f"training run of {r.follows}: {said}" if r.kind is Kind.training else said
+
+
+def trial_view(result: TrialResult, followed: TrialResult | None = None) -> Group:
     """One stored trial as `advisor show` prints it (and the dashboard's trial page): its
-    report, where it ran, and its memory snapshot, where it has one."""
+    report, where it ran, and its memory snapshot, where it has one; a training run's, beside
+    the measured trial it followed (`followed`, where still stored)."""
     env = result.environment
     parts: list[RenderableType] = [
         trial_report(result, env.device_memory_bytes if env else None),
@@ -91,6 +97,8 @@ def trial_view(result: TrialResult) -> Group:
     ]
     if (snapshot := snapshot_line(result)) is not None:
         parts.append(snapshot)
+    if followed is not None:
+        parts.append(compare_table([followed, result]))
     return Group(*parts)
 
 
@@ -130,7 +138,32 @@ def compare_table(results: Sequence[TrialResult]) -> Table:
         differs = len(set(values)) > 1
         style = "bold yellow" if differs else None
         table.add_row("≠" if differs else "", label, *map(Text, values), style=style)
+    table.caption = "\n".join(against_prediction(results)) or None
     return table
+
+
+def against_prediction(results: Sequence[TrialResult]) -> list[str]:
+    """Each training run against the measured trial it followed, where both are compared: its
+    rate and memory as a difference from the prediction."""
+    by_id = {r.id: r for r in results}
+    said = []
+    for run in results:
+        predicted = by_id.get(run.follows) if run.kind is Kind.training else None
+        if predicted is None:
+            continue
+        figures = [
+            ("samples/s", run.samples_per_s or None, predicted.samples_per_s or None),
+            *[(label, getattr(run.memory, name, None), getattr(predicted.memory, name, None))
+              for name, label in (("peak_allocated_bytes", "peak allocated"),
+                                  ("peak_reserved_bytes", "peak reserved"),
+                                  ("device_peak_bytes", "device peak"))],
+        ]  # fmt: skip
+        differences = [f"{label} {real / guess - 1:+.1%}" for label, real, guess in figures
+                       if real is not None and guess]  # fmt: skip
+        if differences:
+            said.append(f"training run {run.id} against trial {predicted.id}, the setting it "
+                        f"followed: {', '.join(differences)}")  # fmt: skip
+    return said
 
 
 def _compared(results: Sequence[TrialResult]) -> list[tuple[str, list[str]]]:
@@ -150,8 +183,11 @@ def _compared(results: Sequence[TrialResult]) -> list[tuple[str, list[str]]]:
         ("compile", each(lambda r: r.spec.compile)),
         ("expandable segments", each(lambda r: r.spec.expandable_segments)),
         ("memory cap", each(lambda r: r.spec.memory_cap_bytes and gib(r.spec.memory_cap_bytes))),
+        ("kind", each(lambda r: r.kind.value + (f" of {r.follows}" if r.follows else ""))),
         ("status", each(lambda r: r.status.value)),
         ("samples/s", each(lambda r: r.throughput and rate(r.throughput))),
+        ("peak allocated", each(lambda r: r.memory and gib(r.memory.peak_allocated_bytes))),
+        ("peak reserved", each(lambda r: r.memory and gib(r.memory.peak_reserved_bytes))),
         ("device peak", each(lambda r: r.memory and gib(r.memory.device_peak_bytes))),
         *[(label, each(_environment_field(name)))
           for name, label in env if name != "device_memory_bytes"],

@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, Group
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from advisor.result import (
     Category,
+    Kind,
     Memory,
     Status,
     Throughput,
@@ -113,6 +114,8 @@ def knobs_of(s: TrialSpec) -> str:
 def trial_report(result: TrialResult, device_memory: int | None) -> Group:
     """One trial: what was measured, the memory breakdown as a table and as a stacked bar."""
     title = Text(f"trial {result.id}  {describe(result)}  [{result.status.value}]", style="bold")
+    if result.kind is Kind.training:
+        return _training_report(result, device_memory, title)
     if result.status is not Status.ok or result.memory is None or result.throughput is None:
         failure = result.failure
         lines = [title]
@@ -129,10 +132,33 @@ def trial_report(result: TrialResult, device_memory: int | None) -> Group:
     )
 
 
-def memory_table(memory: Memory, device_memory: int | None, on_gpu: bool, of: str = "GPU") -> Table:
+def _training_report(result: TrialResult, device_memory: int | None, title: Text) -> Group:
+    """A training run of the user's: what it recorded (no bar: its activations are not told
+    apart), and the measured trial it followed."""
+    lines: list[RenderableType] = [
+        title,
+        Text(
+            f"a training run, following the setting measured in trial {result.follows}: "
+            f"advisor compare {result.follows} {result.id}",
+            style="grey50",
+        ),  # fmt: skip
+    ]
+    if result.failure is not None:
+        lines.append(Text(f"{result.status.value}: {result.failure.message}"))
+    if result.memory is not None:
+        lines.append(memory_table(result.memory, device_memory, on_gpu=True, training=True))
+    if result.throughput is not None:
+        lines.append(_throughput_lines(result))
+    return Group(*lines)
+
+
+def memory_table(
+    memory: Memory, device_memory: int | None, on_gpu: bool, of: str = "GPU", training: bool = False
+) -> Table:
     """On the CPU, without what only a GPU has (a CUDA context, NVML, allocator retries);
     each figure's share of the memory it is held to, where there is one: the GPU's, or the
-    target's (of="target"; a CPU sweep has one too)."""
+    target's (of="target"; a CPU sweep has one too). A training run's, without what it does
+    not tell apart (activations, inputs)."""
     table = Table(title="memory (each category at its own largest)", title_justify="left")
     table.add_column("category")
     table.add_column("size", justify="right")
@@ -140,7 +166,10 @@ def memory_table(memory: Memory, device_memory: int | None, on_gpu: bool, of: st
     if shares:
         table.add_column(f"of {of}", justify="right")
     gpu_only = {Category.context.label, "device peak (reserved + context)", "NVML, this process"}
+    untold = {Category.activations.field, Category.inputs.field} if training else set()
     for key, label, colour in [*CATEGORIES, OVERHEAD]:
+        if key in untold:
+            continue
         if on_gpu or label not in gpu_only:
             value = getattr(memory, key)
             share = [_share(value, device_memory)] if shares else []
@@ -149,7 +178,10 @@ def memory_table(memory: Memory, device_memory: int | None, on_gpu: bool, of: st
     for label, value in [
         ("peak allocated (whole trial)", memory.peak_allocated_bytes),
         ("peak reserved (whole trial)", memory.peak_reserved_bytes),
-        ("peak allocated (steady state)", memory.steady_peak_allocated_bytes),
+        (
+            f"peak allocated ({'timed steps' if training else 'steady state'})",
+            memory.steady_peak_allocated_bytes,
+        ),
         ("device peak (reserved + context)", memory.device_peak_bytes),
         ("NVML, this process", memory.nvml_process_bytes),
     ]:

@@ -20,7 +20,7 @@ from rich.console import Console, RenderableType
 from advisor import extras, gpus, queries
 from advisor.errors import ConfigError
 from advisor.report import plots, sweep_report, tables, terminal
-from advisor.result import Memory
+from advisor.result import Kind, Memory
 from advisor.service import http_api
 from advisor.store import schema
 from advisor.store.store import Store
@@ -28,7 +28,8 @@ from advisor.store.store import Store
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 TEMPLATES.env.globals.update(describe=terminal.describe, gib=terminal.gib)
 HINTS = {"model": "resnet50", "workload": "my_model.py:workload", "status": "ok", "gpu": "h200",
-         "torch": "2.11", "since": "2026-12-01", "sweep": "id", "limit": "100"}  # fmt: skip
+         "torch": "2.11", "since": "2026-12-01", "sweep": "id", "kind": "training",
+         "limit": "100"}  # fmt: skip
 FILTER_HINTS = [(key, HINTS.get(key, "")) for key in queries.FILTERS]  # the form's fields
 
 
@@ -76,8 +77,11 @@ def router(store: Store) -> APIRouter:
         env = result.environment
         device_memory = env.device_memory_bytes if env else None
         bar = memory_bar(result.memory, device_memory) if result.memory else None
+        followed = store.get(result.follows) if result.follows is not None else None
+        if result.kind is Kind.training:
+            bar = None  # (its activations are not told apart: a stack would be wrong)
         return page(request, "trial.html", result=result, bar=bar,
-                    report=as_html(tables.trial_view(result)))  # fmt: skip
+                    report=as_html(tables.trial_view(result, followed)))  # fmt: skip
 
     @pages.get("/sweeps")
     def sweeps(request: Request) -> HTMLResponse:

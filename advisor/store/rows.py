@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from advisor.result import (
     Environment,
+    Kind,
     Memory,
     Status,
     Throughput,
@@ -58,6 +59,8 @@ def trial_columns(result: TrialResult, now: datetime.datetime) -> dict[str, obje
         "failure_phase": failure.phase.value if failure and failure.phase else None,
         "failure_requested_bytes": failure.requested_bytes if failure else None,
         "failure_message": failure.message if failure else None,
+        "kind": result.kind.value,
+        "follows_id": result.follows,
     }
     parts = ((result.memory, MEMORY_FIELDS), (result.throughput, THROUGHPUT_FIELDS))
     for part, names in parts:
@@ -115,6 +118,8 @@ def trial_of(row: RowMapping, environment: Environment | None) -> TrialResult:
         id=row["id"],
         created_at=utc(row["created_at"]).isoformat(),
         memory_snapshot=row["memory_snapshot"],
+        kind=Kind(row["kind"]),
+        follows=row["follows_id"],
     )
 
 

@@ -19,10 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from advisor.errors import ConfigError, StoreError, TrialNotKept
 from advisor.paths import results_dir
-from advisor.result import (
-    Environment,
-    TrialResult,
-)
+from advisor.result import Environment, Kind, TrialResult
 from advisor.spec import TrialSpec
 from advisor.store import rows, schema, spool
 from advisor.store.read_cache import TRIALS_READ
@@ -225,7 +222,7 @@ class Store:
         where: TrialFilter | None = None,
     ) -> list[TrialResult]:
         """Stored trials, newest first: those of the model, status and spec hash given, and
-        those `where` lets through."""
+        those `where` lets through (by default, advisor's measurements only)."""
         query = select(*rows.TRIAL_COLUMNS).order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
         if model is not None:
             query = query.where(TrialRow.model == model)
@@ -262,7 +259,7 @@ class Store:
         read = {(row.id, row.spec_hash, row.created_at):
                 rows.trial_of(row._mapping, environments.get(row.environment_id))
                 for row in fetched}  # fmt: skip
-        TRIALS_READ.keep(self.url, read)
+        TRIALS_READ.keep(self.url, {k: r for k, r in read.items() if r.kind is Kind.measured})
         return [known[key] if key in known else read[key] for key in keys]
 
     def _environments(self, session: Session, ids: set[int | None]) -> dict[int, Environment]:
@@ -296,6 +293,7 @@ class Store:
                 select(*rows.TRIAL_COLUMNS)
                 .join(EnvironmentRow, TrialRow.environment_id == EnvironmentRow.id)
                 .where(TrialRow.spec_hash == spec_hash, TrialRow.status.in_(["ok", "oom"]))
+                .where(TrialRow.kind == Kind.measured.value)  # (a training run is no trial's)
                 .where(EnvironmentRow.device_name == device_name, EnvironmentRow.torch == torch)
                 .order_by(TrialRow.created_at.desc(), TrialRow.id.desc())
                 .limit(1)

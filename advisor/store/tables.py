@@ -107,6 +107,11 @@ class TrialRow(Base):
     timing_s: Mapped[float | None] = mapped_column(Float)
     # since 0009 (None before): others' share of the CPUs while the steps were timed
     machine_load: Mapped[float | None] = mapped_column(Float)
+    # since 0010: advisor's measurement, or the user's training run (result.Kind), and the
+    # id of the measured trial a training run followed (its prediction; not a foreign key:
+    # adding one rebuilds a SQLite table); a training run's row is rewritten as the run goes
+    kind: Mapped[str] = mapped_column(String(20), server_default="measured")
+    follows_id: Mapped[int | None]
 
 
 class SweepRow(Base):

@@ -8,6 +8,7 @@ import datetime
 
 from sqlalchemy import Select
 
+from advisor.result import Kind
 from advisor.store.tables import EnvironmentRow, SweepTrialRow, TrialRow
 
 
@@ -21,8 +22,12 @@ class TrialFilter:
     since: datetime.datetime | None = None  # stored at or after (UTC)
     until: datetime.datetime | None = None  # stored before (UTC)
     sweep_id: int | None = None  # used by this sweep
+    # advisor's measurements unless asked (None: every kind): what the verbs that predict read
+    kind: Kind | None = Kind.measured
 
     def apply(self, query: Select[TrialRow]) -> Select[TrialRow]:
+        if self.kind is not None:
+            query = query.where(TrialRow.kind == self.kind.value)
         if self.workload is not None:  # the source's end
             query = query.where(TrialRow.source.endswith(self.workload, autoescape=True))
         if self.gpu is not None or self.torch is not None:

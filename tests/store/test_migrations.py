@@ -14,7 +14,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine
 
-from advisor.result import Phase, Status
+from advisor.result import Kind, Phase, Status
 from advisor.store.schema import HEAD, MIGRATIONS
 from advisor.store.store import Store
 from advisor.store.tables import Base
@@ -69,6 +69,7 @@ def test_a_database_of_an_earlier_schema_upgrades_with_its_rows_intact(revision,
     assert len(found) == (3 if revision >= "0003" else 0)  # before 0003 a trial had no source
     assert ok.memory_snapshot is None  # none before 0007
     assert ok.throughput.machine_load is None  # unknown before 0009
+    assert {(r.kind, r.follows) for r in (ok, oom, crashed)} == {(Kind.measured, None)}  # 0010
     if revision >= "0002":
         assert [(r.id, reused) for r, reused in store.sweep_trials(1)] == [
             (1, False), (2, False), (3, False)

@@ -1,0 +1,65 @@
+"""The recorder for Lightning's Trainer: a Callback that records the run in the history beside
+the measured setting it follows (training_run.TrainingRun, with the Trainer's accumulation).
+
+    trainer = lightning.Trainer(..., callbacks=[AdvisorCallback(follows=recommendation)])
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from advisor.emit.lightning_args import package
+from advisor.in_training.training_run import EVERY, WARMUP_STEPS, TrainingRun
+from advisor.result import TrialResult
+
+if TYPE_CHECKING:
+    from advisor.recommendation import Recommendation
+
+# Lightning 2.0's package, or the older pytorch_lightning where only it is installed
+_LIGHTNING = importlib.import_module("lightning.pytorch" if package() == "lightning" else package())
+
+
+class AdvisorCallback(_LIGHTNING.Callback):  # type: ignore[name-defined]
+    """Records Lightning's run every `every` optimizer steps, after `warmup` (TrainingRun); a
+    run that raises is stored as the OOM or crash that ended it."""
+
+    def __init__(
+        self,
+        follows: Recommendation | TrialResult | int,
+        *,
+        every: int = EVERY,
+        warmup: int = WARMUP_STEPS,
+        db_url: str | None = None,
+    ) -> None:
+        self.follows, self.every, self.warmup, self.db_url = follows, every, warmup, db_url
+        self.run: TrainingRun | None = None
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        loader = trainer.train_dataloader
+        self.run = TrainingRun(
+            self.follows,
+            model=pl_module,
+            optimizer=trainer.optimizers[0] if trainer.optimizers else None,
+            batch_size=getattr(loader, "batch_size", None),
+            grad_accum=trainer.accumulate_grad_batches,
+            every=self.every,
+            warmup=self.warmup,
+            db_url=self.db_url,
+        ).begin()
+
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        if self.run is not None and (batch_idx + 1) % trainer.accumulate_grad_batches == 0:
+            self.run.step()  # (the micro batch that ended an optimizer step)
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        if self.run is not None:
+            self.run.close()
+            self.run = None
+
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        if self.run is not None:
+            self.run.close(exception)
+            self.run = None

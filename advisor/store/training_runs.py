@@ -1,0 +1,37 @@
+"""The user's training runs (result.Kind.training), kept as trials: a run's row is stored at its
+first record and rewritten at each one after, so that a run that dies keeps what it had
+measured. They never go through the spool: a record the database refuses is the next one's."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+
+from advisor.result import Kind, TrialResult
+from advisor.store import rows
+from advisor.store.store import Store
+from advisor.store.tables import TrialRow
+
+
+def keep_training(store: Store, result: TrialResult) -> TrialResult:
+    """Store a training run (without an id) or rewrite the stored one (its id); the run as
+    stored. StoreError in one line where the database refuses it."""
+    assert result.kind is Kind.training, "only a training run's row is rewritten"
+    now = datetime.datetime.now(datetime.UTC)
+    result = dataclasses.replace(result, created_at=result.created_at or now.isoformat())
+    assert result.created_at is not None
+    columns = rows.trial_columns(result, rows.moment(result.created_at))
+
+    def write() -> TrialResult:
+        with store.reading_then_writing.begin() as session:
+            row = TrialRow(**columns) if result.id is None else session.get(TrialRow, result.id)
+            assert row is not None, f"training run {result.id} is no longer stored"
+            for name, value in columns.items():
+                setattr(row, name, value)
+            if result.environment is not None:
+                row.environment = rows.environment_row(session, result.environment)
+            session.add(row)
+            session.flush()
+            return dataclasses.replace(result, id=row.id)
+
+    return store.retried(write)
