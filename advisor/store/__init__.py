@@ -15,4 +15,5 @@
 - read_cache.py  stored trials already read, kept for the process
 - validation.py  a trial checked before an import stores it: types, ranges, its time in UTC
 - transfer.py    export (JSON, CSV, Parquet), written whole or not at all, and import, all or none
+- training_runs.py the user's training runs: stored at their first record, rewritten at each
 """
