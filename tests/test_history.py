@@ -207,7 +207,8 @@ def test_compare_marks_what_differs(db_url):
     marked = {line.split("│")[2].strip() for line in shown.stdout.splitlines()
               if line.startswith("│ ≠")}  # fmt: skip
     # batch 32 against 64, torch 2.10.0 against 2.11.0, an A100 against an H200, two days
-    assert marked == {"batch", "samples/s", "device peak", "device name", "torch", "stored (UTC)"}
+    assert marked == {"batch", "samples/s", "peak allocated", "peak reserved", "device peak",
+                      "device name", "torch", "stored (UTC)"}  # fmt: skip
     one = advisor("compare", str(ids[1]), db_url=db_url)
     assert one.returncode == 2
     assert one.stderr.endswith(

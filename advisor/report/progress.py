@@ -80,13 +80,10 @@ class SweepDisplay:
             self.bar.update(task, description=f"  worker {slot}: {phase:10} {spec}")
 
     def measured_again(self, result: TrialResult, why: str) -> None:
-        line = sweep_report.measured_again_line(result, why)
-        self.console.print(line, soft_wrap=not self.console.is_terminal)
+        self._line(sweep_report.measured_again_line(result, why))
 
     def step(self, progress: SweepProgress, step: Step) -> None:
-        # one line a step in a log; wrapped at words in a terminal (not mid-word by it)
-        line = sweep_report.sweep_step_line(progress, step, self.trials)
-        self.console.print(line, soft_wrap=not self.console.is_terminal)
+        self._line(sweep_report.sweep_step_line(progress, step, self.trials))
         with self._lock:
             self.measured = progress.measured
             best = progress.best
@@ -94,6 +91,14 @@ class SweepDisplay:
             self.bar.update(
                 self.total, completed=self.measured, count=f"{self.measured}/{self.trials}"
             )
+
+    def _line(self, line: terminal.Phrases) -> None:
+        """One line a step in a log; in a terminal, broken between its phrases (at 80 columns
+        rich broke "peak / 68.6 MiB (too big)")."""
+        if self.console.is_terminal:
+            self.console.print(line)
+        else:
+            self.console.print(line.joined(), soft_wrap=True)
 
     def _tick(self) -> None:
         """Once a second: the elapsed time and what the budget leaves."""

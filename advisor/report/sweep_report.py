@@ -34,29 +34,36 @@ if TYPE_CHECKING:  # (history's verbs read this module: the search would import 
     from advisor.search.study import Resumed
 
 
-def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Text:
-    """One line per spec the sweep settled: k of n measured, the spec, its fate, the best."""
+def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Phrases:
+    """One line per spec the sweep settled: k of n measured, the spec, its fate, the best; a
+    narrow terminal breaks it between these phrases, never inside one."""
+    fate: list[str] = []
     if step.result is not None and step.result.status is Status.ok and step.result.memory:
         t, m = step.result.throughput, step.result.memory
         rate = f"{t.samples_per_s:,.1f}/s{rate_precision(t)}" if t else "-"
         if t is not None and t.cut:
             rate = f"{t.samples_per_s:,.1f}/s (cut: cannot beat the best)"
-        fate = f"{rate}, peak {gib(m.device_peak_bytes)} ({'fits' if step.feasible else 'too big'})"
+        fate = [
+            f"{rate}, ",
+            f"peak {gib(m.device_peak_bytes)} ({'fits' if step.feasible else 'too big'})",
+        ]
         if t is not None and t.machine_load is not None and t.machine_load > LOAD_NOISE:
-            fate += f", others used {t.machine_load:.0%} of the CPUs"
+            fate[-1] += ", "
+            fate.append(f"others used {t.machine_load:.0%} of the CPUs")
     elif step.result is not None:
-        fate = step.result.status.value
+        fate = [step.result.status.value]
     else:
-        fate = f"skipped: {step.reason}"
+        fate = [f"skipped: {step.reason}"]
     best = (
         progress.best.throughput.samples_per_s if progress.best and progress.best.throughput else 0
     )
     style = "green" if step.feasible else "yellow" if step.result is None else "red"
-    return Text.assemble(
-        (f"[{progress.measured}/{trials} measured, {progress.elapsed_s:4.0f}s] ", "grey50"),
-        f"{step.settled:13} {describe_spec(step.spec):55} ",
-        (fate, style),
-        (f"  best {best:,.1f}/s" if best else "", "bold"),
+    return Phrases(
+        Text(f"[{progress.measured}/{trials} measured, {progress.elapsed_s:4.0f}s] ", "grey50"),
+        f"{step.settled:13} ",
+        f"{describe_spec(step.spec):55} ",
+        *[Text(phrase, style) for phrase in fate],
+        *([Text(f"  best {best:,.1f}/s", "bold")] if best else []),
     )
 
 

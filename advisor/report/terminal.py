@@ -71,6 +71,10 @@ class Phrases:
         """The line's words, unbroken."""
         return "".join(phrase.plain for phrase in self.phrases)
 
+    def joined(self) -> Text:
+        """The line unbroken, with its styles: one line of a log, however long."""
+        return Text.assemble(*self.phrases, style=self.style)
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
         line = Text(style=self.style)
         for phrase in self.phrases:

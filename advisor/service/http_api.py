@@ -41,6 +41,7 @@ def router(store: Store) -> APIRouter:
         until: Annotated[str | None, Query(description="ISO date or time, UTC")] = None,
         sweep: Annotated[str | None, Query(description="a sweep's id")] = None,
         hash: Annotated[str | None, Query(description="a spec's hash")] = None,
+        kind: Annotated[str | None, Query(description="measured, training (every kind)")] = None,
         limit: Annotated[str, Query(description=f"1 to {MOST}")] = str(DEFAULT_LIMIT),
     ) -> dict[str, Any]:
         """Stored trials, newest first, with advisor history's filters; `more`: whether the

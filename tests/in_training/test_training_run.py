@@ -6,6 +6,7 @@ of it taken for a measurement by the verbs that predict."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import torch
@@ -13,7 +14,9 @@ from conftest import spec_of
 from fake_backend import fake_result
 from rich.console import Console
 from torch import nn
+from typer.testing import CliRunner
 
+from advisor.cli import app
 from advisor.errors import ConfigError
 from advisor.in_training.oom_fallback import OOMFallback, Split
 from advisor.in_training.training_run import TrainingRun
@@ -117,7 +120,7 @@ def test_a_fallback_is_stored_as_an_oom_and_the_run_goes_on_at_its_new_split(db_
     assert {oom.follows, after.follows} == {trial}
 
 
-def test_a_training_run_is_no_prediction(db_url):
+def test_a_training_run_is_no_prediction(db_url, tmp_path):
     """A run of the same setting as a measured trial is never taken for its measurement: not
     reused by a sweep, not counted by recommend, not in an export's trials."""
     trial = followed(db_url)
@@ -129,6 +132,12 @@ def test_a_training_run_is_no_prediction(db_url):
     assert store.measured_before(measured.spec, env.device_name, env.torch).id == trial
     assert [r.id for r in store.trials()] == [trial]
     assert len(store.trials(where=TrialFilter(kind=None))) == 2
+    out = tmp_path / "out.json"
+    said = CliRunner().invoke(app, ["export", f"out={out}", f"db_url={db_url}"])
+    told = " ".join(said.output.split())
+    assert "1 trial(s) written" in told and "1 training run(s) left out" in told
+    assert [json.loads(r["spec"])["batch_size"] for r in json.loads(out.read_text())["trials"]
+            ] == [16]  # fmt: skip
     with pytest.raises(ConfigError, match="unknown kind 'run'; choose one of measured"):
         history(db_url=db_url, kind="run")
     with pytest.raises(ConfigError, match="follows a stored ok trial that advisor measured"):

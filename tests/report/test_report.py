@@ -99,3 +99,24 @@ def test_the_target_line_names_a_budget_once_and_says_what_transfers_from_elsewh
     assert "not on t4: the memory that fits transfers (with the same torch version), the " in named
     cpu = text(Target.budget(12 * GiB, 0.05), "cpu")
     assert ": the memory that fits transfers to a GPU (with the same torch version), the " in cpu
+
+
+def test_a_sweeps_step_line_breaks_between_phrases_at_80_columns():
+    """A newcomer's 80-column terminal broke the step lines mid-phrase ("peak / 68.6 MiB (too
+    big)", "batch 128, bf16, / adamw_fused"); a log keeps each step on one line."""
+    from advisor.search.steps import Settled, Step, SweepProgress
+
+    knobs = ["model=tiny_cnn", "device=cpu", "batch_size=128", "precision=bf16",
+             "optimizer=adamw_fused", "channels_last=true", "compile=true"]  # fmt: skip
+    result = fake_result(trial_spec(load(knobs)))
+    line = sweep_report.sweep_step_line(
+        SweepProgress(best=result), Step(result.spec, Settled.measured, result, False), 6
+    )
+    console = Console(width=80, record=True)
+    console.print(line)
+    printed = console.export_text().splitlines()
+    assert all(len(row) <= 80 for row in printed) and len(printed) > 1
+    phrases = [p.plain.strip().rstrip(",") for p in line.phrases]
+    assert all(any(phrase in row for row in printed) for phrase in phrases)  # each whole
+    assert any("(too big)" in p for p in phrases)
+    assert "\n" not in line.joined().plain and line.joined().plain == line.plain
