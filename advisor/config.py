@@ -26,6 +26,7 @@ from advisor.spec import (
     Device,
     OptimizerSpec,
     Precision,
+    Strategy,
     TrialSpec,
     WorkloadIdentity,
     WorkloadSpec,
@@ -80,6 +81,8 @@ class Config:
     compile: bool = False  # torch.compile the model
     expandable_segments: bool = False  # the caching allocator's expandable segments
     memory_cap: int | None = None  # bytes the trial may use on the device (None: all)
+    gpus: int = 1  # the job's GPUs: a trial measures one rank of them (trial/one_rank.py)
+    strategy: Strategy | None = None  # ddp | fsdp, with gpus > 1 (ddp unless given)
     timeout_s: float = 900.0  # a trial still running after this is killed: status timeout
     db_url: str | None = None  # SQLAlchemy URL of the results database (or ADVISOR_DB_URL)
     plot: str | None = None  # also draw the memory breakdown into this PNG file
@@ -227,6 +230,12 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
             f"{model_spec.name} names no block to checkpoint; set block= in its Workload "
             "(or model.block=)"
         )
+    strategy = cfg.strategy or (Strategy.ddp if cfg.gpus > 1 else None)
+    if strategy is Strategy.fsdp and not model_spec.block:
+        raise ConfigError(
+            f"strategy=fsdp shards each of the model's blocks; {model_spec.name} names none: set "
+            "block= in its Workload (or model.block=)"
+        )
     return TrialSpec(
         model=model_spec,
         optimizer=optimizers.optimizer_spec(optimizer),
@@ -239,6 +248,8 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
         compile=cfg.compile,
         expandable_segments=cfg.expandable_segments,
         memory_cap_bytes=cfg.memory_cap,
+        gpus=cfg.gpus,
+        strategy=strategy,
     )
 
 

@@ -31,6 +31,7 @@ def history(filters: Overrides = None, as_json: JsonFlag = False) -> None:
       torch=VERSION (2.11: any 2.11.x) since=DATE until=DATE (ISO, UTC:
       2026-12-01 or 2026-12-01T14:00) sweep=ID hash=SPEC_HASH
       kind=measured|training (advisor's measurements, your training runs)
+      gpus=N (a rank of a job on N GPUs)
       limit=N (default 20, 0 for all) db_url=URL
     Examples:
       advisor history

@@ -20,7 +20,7 @@ from advisor.store.trial_filter import TrialFilter
 from advisor.target import DEFAULT_MARGIN, Target, target_for
 
 FILTERS = ("model", "workload", "status", "gpu", "torch", "since", "until", "sweep", "hash",
-           "kind", "limit")  # fmt: skip
+           "kind", "gpus", "limit")  # fmt: skip
 RECOMMEND_PARAMS = ("model", "gpu", "memory", "margin", "effective_batch_size", "device")
 MAX_LIMIT = 2**31  # rows: more than any database here holds, well inside SQL's 64-bit LIMIT
 LARGEST_ID = 2**63 - 1  # SQL's 64-bit integers: a larger id is no id
@@ -49,8 +49,8 @@ class TrialQuery:
 def history(*, db_url: str | None = None, **filters: object) -> list[TrialResult]:
     """Stored trials, newest first, by `advisor history`'s filters: model=, workload=, status=,
     gpu=, torch=, since=, until=, sweep=, hash=, kind= (measured, training: every kind unless
-    given) and limit= (all of them unless given; the command shows 20). A value may be text, a
-    number, a date or an enum (Status.ok).
+    given), gpus= (a job's GPUs: any unless given) and limit= (all of them unless given; the
+    command shows 20). A value may be text, a number, a date or an enum (Status.ok).
 
         advisor.history(model="resnet50", status="ok", gpu="h200", since="2026-12-01")
     """
@@ -94,6 +94,7 @@ def trial_query(
         until=_utc(given.get("until"), "until"),
         sweep_id=_whole(given["sweep"], "sweep", "a sweep's id") if given.get("sweep") else None,
         kind=Kind(kind) if kind else None,  # (history shows every kind unless asked)
+        gpus=_whole(given["gpus"], "gpus", "a number of GPUs") if given.get("gpus") else None,
     )
     return TrialQuery(model=given.get("model"), status=status,
                       spec_hash=given.get("hash"), limit=limit, where=where)  # fmt: skip

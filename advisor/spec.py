@@ -35,6 +35,14 @@ class Checkpointing(enum.Enum):
     blocks = "blocks"
 
 
+class Strategy(enum.Enum):
+    """How a job spreads the model over its GPUs (gpus > 1)."""
+
+    ddp = "ddp"  # DistributedDataParallel: each rank holds it whole; gradients all-reduced
+    fsdp = "fsdp"  # FSDP2's fully_shard, each block and the root: parameters, gradients and
+    # optimizer state in shards of 1/N, parameters gathered a block at a time
+
+
 class Device(enum.Enum):
     cuda = "cuda"
     cpu = "cpu"
@@ -112,6 +120,10 @@ class TrialSpec:
     compile: bool  # torch.compile the model
     expandable_segments: bool  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
     memory_cap_bytes: int | None = None  # cap on the device memory the trial may use
+    # the job's GPUs, each running a rank: a trial measures rank 0 of them on one device, on
+    # torch's fake process group (trial/one_rank.py); batch_size and grad_accum are a rank's
+    gpus: int = 1
+    strategy: Strategy | None = None  # how the ranks share the model; None on one GPU
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "grad_accum"):
@@ -120,10 +132,19 @@ class TrialSpec:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if self.memory_cap_bytes is not None and self.memory_cap_bytes < 1:
             raise ConfigError(f"memory_cap must be positive, got {self.memory_cap_bytes!r}")
+        if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
+            raise ConfigError(f"gpus must be a positive integer, got {self.gpus!r}")
+        if (self.gpus > 1) != (self.strategy is not None):
+            raise ConfigError(
+                f"gpus={self.gpus} takes strategy=ddp or strategy=fsdp"
+                if self.gpus > 1
+                else "strategy= spreads a job over several GPUs: give gpus=N too"
+            )
 
     @property
     def effective_batch_size(self) -> int:
-        return self.batch_size * self.grad_accum
+        """The samples of one optimizer step, over all the job's GPUs."""
+        return self.batch_size * self.grad_accum * self.gpus
 
     # (hash and uncapped are kept once worked out: the spec is frozen, and a recommendation
     # from 100k stored trials asks them thousands of times)
@@ -135,7 +156,12 @@ class TrialSpec:
         return dataclasses.replace(self, memory_cap_bytes=None)
 
     def to_dict(self) -> dict[str, Any]:
-        return plain(dataclasses.asdict(self))
+        """Every field; on one GPU without gpus and strategy, so that a spec stored before
+        they were keeps its hash."""
+        data = plain(dataclasses.asdict(self))
+        if self.gpus == 1:
+            del data["gpus"], data["strategy"]
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
@@ -165,6 +191,8 @@ class TrialSpec:
             compile=data["compile"],
             expandable_segments=data["expandable_segments"],
             memory_cap_bytes=data.get("memory_cap_bytes"),
+            gpus=data.get("gpus", 1),
+            strategy=Strategy(data["strategy"]) if data.get("strategy") else None,
         )
 
     @classmethod

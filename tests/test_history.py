@@ -79,8 +79,12 @@ def test_history_in_python_takes_the_commands_filters(db_url):
     assert [r.id for r in history(db_url=db_url, since=since)] == [ids[3], ids[2], ids[1]]
     assert [r.id for r in history(db_url=db_url, gpu="a100", since="2026-11-30")] == [ids[1]]
     assert [r.id for r in history(db_url=db_url, sweep=sweep_id, limit=1)] == [ids[3]]
-    with pytest.raises(ConfigError, match="unknown filter 'gpus'"):
-        history(db_url=db_url, gpus="h200")
+    with pytest.raises(ConfigError, match="unknown filter 'device'"):
+        history(db_url=db_url, device="h200")
+    with pytest.raises(ConfigError, match="gpus must be a number of GPUs, got 'h200'"):
+        history(db_url=db_url, gpus="h200")  # (a job's GPUs, not the device's name: gpu=)
+    assert [r.id for r in history(db_url=db_url, gpus=1, limit=1)] == [ids[3]]
+    assert history(db_url=db_url, gpus=8) == []
 
 
 def test_the_command_filters_and_says_when_it_shows_fewer_than_match(db_url):
@@ -96,7 +100,8 @@ def test_the_command_filters_and_says_when_it_shows_fewer_than_match(db_url):
     assert "the newest 3 shown; more match (limit=0 for all)" in cut.stderr
     for bad, said in [("since=yesterday", "since must be an ISO date or time"),
                       ("sweep=one", "sweep must be a sweep's id"),
-                      ("gpus=h200", "unknown filter 'gpus=h200'")]:  # fmt: skip
+                      ("gpus=h200", "gpus must be a number of GPUs, got 'h200'"),
+                      ("device=h200", "unknown filter 'device=h200'")]:  # fmt: skip
         wrong = advisor("history", bad, db_url=db_url)
         assert wrong.returncode == 2 and wrong.stderr.startswith(f"advisor: {said}")
         assert len(wrong.stderr.strip().splitlines()) == 1

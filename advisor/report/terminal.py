@@ -97,13 +97,15 @@ def describe(result: TrialResult) -> str:
 
 
 def describe_spec(s: TrialSpec) -> str:
-    return f"{s.model.name} on {s.device.value}: {knobs_of(s)}"
+    on = f"rank 0 of {s.gpus} {s.device.value}" if s.gpus > 1 else s.device.value
+    return f"{s.model.name} on {on}: {knobs_of(s)}"
 
 
 def knobs_of(s: TrialSpec) -> str:
     """A setting's knobs, without the model and device that a table of one model's trials
     names once."""
-    knobs = [f"batch {s.batch_size}"]
+    knobs = [f"{s.strategy.value}"] if s.strategy else []
+    knobs.append(f"batch {s.batch_size}")
     if s.grad_accum > 1:
         knobs.append(f"x{s.grad_accum} accum")
     knobs += [s.precision.value, s.optimizer.name]
@@ -128,8 +130,15 @@ def trial_report(result: TrialResult, device_memory: int | None) -> Group:
             asked = f", asked for {gib(failure.requested_bytes)}" if failure.requested_bytes else ""
             lines.append(Text(f"{result.status.value}{where}{asked}: {failure.message}"))
         return Group(*lines)
+    ranks = []
+    if result.spec.gpus > 1:  # (what the fake process group shows, and what it does not)
+        ranks = [Text(
+            f"one rank of {result.spec.gpus}, on torch's fake process group: its memory and "
+            "compute; no communication was made, and none is in the rate", style="grey50",
+        )]  # fmt: skip
     return Group(
         title,
+        *ranks,
         memory_table(result.memory, device_memory, on_gpu=result.spec.device is Device.cuda),
         memory_bar(result.memory, device_memory),
         _throughput_lines(result),

@@ -29,7 +29,7 @@ TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 TEMPLATES.env.globals.update(describe=terminal.describe, gib=terminal.gib)
 HINTS = {"model": "resnet50", "workload": "my_model.py:workload", "status": "ok", "gpu": "h200",
          "torch": "2.11", "since": "2026-12-01", "sweep": "id", "kind": "training",
-         "limit": "100"}  # fmt: skip
+         "gpus": "8", "limit": "100"}  # fmt: skip
 FILTER_HINTS = [(key, HINTS.get(key, "")) for key in queries.FILTERS]  # the form's fields
 
 

@@ -42,6 +42,7 @@ def router(store: Store) -> APIRouter:
         sweep: Annotated[str | None, Query(description="a sweep's id")] = None,
         hash: Annotated[str | None, Query(description="a spec's hash")] = None,
         kind: Annotated[str | None, Query(description="measured, training (every kind)")] = None,
+        gpus: Annotated[str | None, Query(description="a job's GPUs (any number)")] = None,
         limit: Annotated[str, Query(description=f"1 to {MOST}")] = str(DEFAULT_LIMIT),
     ) -> dict[str, Any]:
         """Stored trials, newest first, with advisor history's filters; `more`: whether the

@@ -90,6 +90,8 @@ def spec_columns(spec: TrialSpec) -> Mapping[str, object]:
         "compile": spec.compile,
         "expandable_segments": spec.expandable_segments,
         "memory_cap_bytes": spec.memory_cap_bytes,
+        "gpus": spec.gpus,
+        "strategy": spec.strategy.value if spec.strategy else None,
         "fingerprint": spec.model.fingerprint,
         "source": spec.model.source,
     }

@@ -112,6 +112,10 @@ class TrialRow(Base):
     # adding one rebuilds a SQLite table); a training run's row is rewritten as the run goes
     kind: Mapped[str] = mapped_column(String(20), server_default="measured")
     follows_id: Mapped[int | None]
+    # since 0011: the job's GPUs (a trial measured one rank of them) and how they share the
+    # model; 1 and NULL for one GPU
+    gpus: Mapped[int] = mapped_column(server_default="1")
+    strategy: Mapped[str | None] = mapped_column(String(20))
 
 
 class SweepRow(Base):

@@ -24,10 +24,14 @@ class TrialFilter:
     sweep_id: int | None = None  # used by this sweep
     # advisor's measurements unless asked (None: every kind): what the verbs that predict read
     kind: Kind | None = Kind.measured
+    # one GPU's trials unless asked (None: any): a rank of a job on several is no GPU's own
+    gpus: int | None = 1
 
     def apply(self, query: Select[TrialRow]) -> Select[TrialRow]:
         if self.kind is not None:
             query = query.where(TrialRow.kind == self.kind.value)
+        if self.gpus is not None:
+            query = query.where(TrialRow.gpus == self.gpus)
         if self.workload is not None:  # the source's end
             query = query.where(TrialRow.source.endswith(self.workload, autoescape=True))
         if self.gpu is not None or self.torch is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -71,6 +72,7 @@ class CpuMemory(TorchDispatchMode):
         for t in values:
             if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
                 continue
+            t = local(t)
             storage = t.untyped_storage()
             key, size = storage.data_ptr(), storage.nbytes()
             if size == 0 or key in self._counted:
@@ -145,10 +147,20 @@ class StepMarks:
             self.peak_phase = self.phase
 
 
+def local(t: torch.Tensor) -> torch.Tensor:
+    """A DTensor's shard on this rank (FSDP2's parameters, gradients and optimizer state), else
+    the tensor itself. (No DTensor exists where its module was never imported.)"""
+    dtensor = sys.modules.get("torch.distributed.tensor")
+    if dtensor is not None and isinstance(t, dtensor.DTensor):
+        return t.to_local()
+    return t
+
+
 def tensor_bytes(tensors: Iterable[torch.Tensor], device: torch.device | None = None) -> int:
-    """Bytes of distinct storages among the tensors (on `device` only, if given)."""
+    """Bytes of distinct storages among the tensors (on `device` only, if given); of a DTensor,
+    its shard's."""
     seen: dict[int, int] = {}
-    for t in tensors:
+    for t in map(local, tensors):
         if device is not None and t.device.type != device.type:
             continue
         storage = t.untyped_storage()

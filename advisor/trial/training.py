@@ -22,6 +22,7 @@ from advisor import workload as workloads
 from advisor.errors import WorkloadError, error_line
 from advisor.result import Phase
 from advisor.spec import Checkpointing, Precision, TrialSpec, WorkloadSpec
+from advisor.trial import one_rank
 from advisor.workload import Workload
 
 
@@ -70,6 +71,8 @@ def build(spec: TrialSpec, device: torch.device) -> Training:
         model = model.to(memory_format=torch.channels_last)
     if spec.checkpointing is Checkpointing.blocks:
         checkpoint_blocks(model, spec.model.block or "")
+    if spec.gpus > 1:  # one rank of the job's, on the fake process group
+        model = one_rank.spread(model, spec, device)
     optimizer = _optimizer(spec, model)
     if spec.compile:
         model = torch.compile(model)  # type: ignore[assignment]

@@ -1,0 +1,60 @@
+"""One rank of a job on several GPUs, measured on one device (issue 28): torch's fake process
+group runs rank 0's real step, with its true shards under the real allocator, and moves
+nothing. Every collective's buffers are allocated; what the other ranks would send is not
+there (an all-reduce leaves the local gradient, an all-gather copies the local shard into each
+chunk), so the memory is the rank's and the time is its compute, less any communication.
+
+DDP holds the model whole on each rank and all-reduces gradient buckets; FSDP2's fully_shard,
+on each of the model's blocks and then its root, keeps parameters, gradients and optimizer
+state in shards of 1/N and gathers a block's parameters as it runs.
+"""
+
+# (no `from __future__ import annotations`: DDP reads the hook's annotations as objects)
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from advisor.spec import Strategy, TrialSpec
+
+FAKE = "fake"  # torch's process-group backend that communicates nothing
+
+
+def join(spec: TrialSpec) -> None:
+    """This process as rank 0 of spec.gpus on the fake group (once: a trial is a process)."""
+    if dist.is_initialized():
+        return
+    if FAKE not in dist.Backend.backend_list:  # (a torch that registers it on this import)
+        import torch.testing._internal.distributed.fake_pg  # noqa: F401
+    dist.init_process_group(FAKE, rank=0, world_size=spec.gpus, store=dist.HashStore())
+
+
+def spread(model: nn.Module, spec: TrialSpec, device: torch.device) -> nn.Module:
+    """The model as one rank of spec.gpus holds it under spec.strategy; build the optimizer
+    after this (FSDP2 replaces the parameters with their shards)."""
+    join(spec)
+    if spec.strategy is Strategy.ddp:
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [device.index or 0] if device.type == "cuda" else None
+        wrapped = DistributedDataParallel(model, device_ids=ids)
+        # the fake work's future carries None, on which DDP's backward fails: a hook that
+        # hands back the bucket as it is (the local gradient, as the fake all-reduce leaves it)
+        wrapped.register_comm_hook(None, _bucket_as_it_is)
+        return wrapped
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh(device.type, (spec.gpus,))
+    blocks = [m for m in model.modules() if type(m).__name__ == spec.model.block]
+    for block in blocks:
+        fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def _bucket_as_it_is(state: Any, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+    future: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+    future.set_result(bucket.buffer())
+    return future

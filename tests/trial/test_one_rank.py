@@ -1,0 +1,71 @@
+"""One rank of a job on several GPUs, on torch's fake process group (issue 28), measured on the
+CPU: FSDP2's parameters, gradients and optimizer state are rank 0's shards to the byte (each
+parameter's first dimension padded to a multiple of N, rank 0 holding the first chunk whole);
+DDP's are the whole model, and its gradient buckets one more copy of the gradients; on one GPU
+a spec is as it was (its hash unchanged); the verbs that answer for one GPU refuse gpus=."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import FAST, spec_of
+
+import advisor
+from advisor.errors import ConfigError
+from advisor.models import TinyMLP
+from advisor.report.terminal import describe_spec
+from advisor.result import Status
+from advisor.spec import Strategy
+from advisor.trial.runner import run_trial
+
+FLOAT = 4  # bytes: tiny_mlp trains in fp32
+
+
+def shapes() -> list[tuple[int, ...]]:
+    model = TinyMLP(in_features=64, hidden=256, depth=3, num_classes=10)  # conf/model/tiny_mlp
+    return [tuple(p.shape) for p in model.parameters()]
+
+
+def rank0_bytes(n: int) -> int:
+    return FLOAT * sum(math.ceil(s[0] / n) * math.prod(s[1:]) for s in shapes())
+
+
+def test_fsdp_and_ddp_ranks_hold_their_shares_to_the_byte():
+    one = run_trial(spec_of("model=tiny_mlp", "batch_size=16"), FAST, timeout_s=120)
+    fsdp = run_trial(spec_of("model=tiny_mlp", "batch_size=16", "gpus=4", "strategy=fsdp"),
+                     FAST, timeout_s=120)  # fmt: skip
+    ddp = run_trial(spec_of("model=tiny_mlp", "batch_size=16", "gpus=4"), FAST, timeout_s=120)
+    assert [r.status for r in (one, fsdp, ddp)] == [Status.ok] * 3, [
+        r.failure for r in (one, fsdp, ddp)
+    ]
+    whole = rank0_bytes(1)
+    assert one.memory.params_bytes == whole
+    shard = rank0_bytes(4)
+    assert shard == 218_636 and shard > whole / 4  # the head's 10 rows padded to 12
+    assert (fsdp.memory.params_bytes, fsdp.memory.grads_bytes) == (shard, shard)
+    # AdamW's two moments of each shard; its step counts (host tensors on the CPU) as on one GPU
+    steps = one.memory.optimizer_state_bytes - 2 * whole
+    assert fsdp.memory.optimizer_state_bytes == 2 * shard + steps
+    assert ddp.spec.strategy is Strategy.ddp  # (gpus= without strategy=: DDP)
+    assert (ddp.memory.params_bytes, ddp.memory.grads_bytes) == (whole, whole)
+    assert ddp.memory.optimizer_state_bytes == one.memory.optimizer_state_bytes
+    # DDP's buckets: the gradients copied once more, there at the peak
+    assert ddp.memory.peak_allocated_bytes - one.memory.peak_allocated_bytes == whole
+    assert ddp.spec.effective_batch_size == 16 * 4  # a rank's micro batch, on each of 4 GPUs
+    assert describe_spec(fsdp.spec) == "tiny_mlp on rank 0 of 4 cpu: fsdp, batch 16, default, adamw"
+
+
+def test_one_gpus_spec_is_as_it_was_and_bad_ranks_are_one_line():
+    spec = spec_of("model=tiny_mlp")
+    assert "gpus" not in spec.to_dict() and spec.gpus == 1 and spec.strategy is None
+    assert spec_of("model=tiny_mlp", "gpus=2").hash != spec.hash
+    with pytest.raises(ConfigError, match="gpus must be a positive integer, got 0"):
+        spec_of("model=tiny_mlp", "gpus=0")
+    with pytest.raises(ConfigError, match="strategy= spreads a job over several GPUs: give gpus"):
+        spec_of("model=tiny_mlp", "strategy=fsdp")
+    with pytest.raises(ConfigError, match="strategy=fsdp shards each of the model's blocks"):
+        spec_of("model=tiny_mlp", "gpus=2", "strategy=fsdp", "model.block=null")
+    for verb in (advisor.estimate, advisor.recommend, advisor.sweep):
+        with pytest.raises(ConfigError, match="answers for one GPU only, so far"):
+            verb("tiny_mlp", device="cpu", gpus=4, gpu={"memory": "64MiB"})
