@@ -69,6 +69,8 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       timeout_s=S db_url=URL plot=FILE.png memory_snapshot=FILE.pickle
       (torch's memory snapshot of the build and warm-up, for
       pytorch.org/memory_viz; CUDA only)
+      gpus=N strategy=ddp|fsdp (rank 0 of a job on N GPUs, on torch's fake
+      process group: the rank's memory, no communication)
     Exit status: 0 when measured (an OOM is a measurement), 1 if the trial
       crashed or timed out, or the database cannot be opened or written (one
       measured then waits in the spool, or is printed), 2 for a setting or

@@ -14,7 +14,7 @@ import typer
 from advisor import extras, queries
 from advisor.console import JsonFlag, Overrides, err, fail, only_db_url, out
 from advisor.report import tables
-from advisor.result import Kind, TrialResult
+from advisor.result import TrialResult
 from advisor.store import schema, transfer
 from advisor.store.store import existing
 
@@ -54,7 +54,7 @@ def export(filters: Overrides = None) -> None:
 
     \b
     Filters as advisor history's (model=, gpu=, since=, sweep=, ...); all that
-    match, unless limit=N.
+    match, unless limit=N; advisor's measurements only, not training runs.
       advisor export out=h200.json gpu=h200
     """
     outs = [item for item in filters or [] if item.startswith("out=")]
@@ -63,13 +63,13 @@ def export(filters: Overrides = None) -> None:
     path = Path(outs[0].removeprefix("out="))
     if not path.parent.is_dir():
         fail(f"out={path}: there is no folder {path.parent}; create it or name another file")
-    matching = _matching([item for item in filters or [] if item not in outs], default_limit=0)
-    # a training run's link names an id of this database: exports carry measurements only
-    results = [r for r in matching if r.kind is Kind.measured]
+    given = [item for item in filters or [] if item not in outs]
+    if any(item.startswith("kind=") and item != "kind=measured" for item in given):
+        fail("export carries advisor's measurements (a training run's link names an id of this "
+             "database): leave out kind=")  # fmt: skip
+    results = _matching([*given, "kind=measured"], default_limit=0)
     transfer.export(results, path)
-    runs = len(matching) - len(results)
-    left = f"; {runs} training run(s) left out (exports carry measurements)" if runs else ""
-    err.print(f"{len(results)} trial(s) written to {path}{left}", highlight=False)
+    err.print(f"{len(results)} trial(s) written to {path}", highlight=False)
 
 
 @history_commands.command(name="import")

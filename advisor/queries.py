@@ -94,7 +94,7 @@ def trial_query(
         until=_utc(given.get("until"), "until"),
         sweep_id=_whole(given["sweep"], "sweep", "a sweep's id") if given.get("sweep") else None,
         kind=Kind(kind) if kind else None,  # (history shows every kind unless asked)
-        gpus=_whole(given["gpus"], "gpus", "a number of GPUs") if given.get("gpus") else None,
+        gpus=_gpus(given.get("gpus")),
     )
     return TrialQuery(model=given.get("model"), status=status,
                       spec_hash=given.get("hash"), limit=limit, where=where)  # fmt: skip
@@ -190,6 +190,16 @@ def _whole(text: str, key: str, what: str) -> int:
     if not (text.isascii() and text.isdigit()) or int(text) > LARGEST_ID:
         raise ConfigError(f"{key} must be {what}, got {text!r}")
     return int(text)
+
+
+def _gpus(text: str | None) -> int | None:
+    """A job's GPUs, 1 or more; None (any) where not given."""
+    if not text:
+        return None
+    gpus = _whole(text, "gpus", "a number of GPUs")
+    if gpus < 1:
+        raise ConfigError(f"gpus must be a number of GPUs, 1 or more, got {text!r}")
+    return gpus
 
 
 def _utc(text: str | None, key: str) -> datetime.datetime | None:

@@ -118,7 +118,7 @@ class TimingStop(enum.Enum):
 
 @dataclasses.dataclass(frozen=True)
 class Throughput:
-    samples_per_s: float  # micro batch x accumulation / median step time
+    samples_per_s: float  # micro batch x accumulation (x the job's GPUs) / median step time
     tokens_per_s: float | None  # language models only
     step_s_median: float  # one optimizer step (all its micro batches)
     step_s_iqr: float  # interquartile range of the step times: the spread

@@ -81,13 +81,18 @@ def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
 
 
 def _one_trial_only(cfg: DictConfig, verb: str) -> None:
-    """memory_snapshot= and gpus= are a measured trial's (for now, gpus=: the other verbs
-    answer for one GPU): said, not ignored, by the other verbs."""
+    """memory_snapshot= is a measured trial's: said, not ignored, by the other verbs."""
     if cfg.memory_snapshot:
         raise ConfigError(
             f"memory_snapshot is for one measured trial, not {verb}: advisor run ... "
             "memory_snapshot=FILE.pickle"
         )
+    _one_gpu_only(cfg, verb)
+
+
+def _one_gpu_only(cfg: DictConfig, verb: str) -> None:
+    """gpus= is measured by run alone so far: the other verbs answer for one GPU, and say so
+    rather than answer for one while asked for several."""
     if cfg.gpus != 1:
         raise ConfigError(
             f"gpus={cfg.gpus}: advisor run measures one rank of a job on several GPUs; {verb} "

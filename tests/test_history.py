@@ -85,6 +85,8 @@ def test_history_in_python_takes_the_commands_filters(db_url):
         history(db_url=db_url, gpus="h200")  # (a job's GPUs, not the device's name: gpu=)
     assert [r.id for r in history(db_url=db_url, gpus=1, limit=1)] == [ids[3]]
     assert history(db_url=db_url, gpus=8) == []
+    with pytest.raises(ConfigError, match="gpus must be a number of GPUs, 1 or more, got '0'"):
+        history(db_url=db_url, gpus=0)
 
 
 def test_the_command_filters_and_says_when_it_shows_fewer_than_match(db_url):

@@ -34,6 +34,7 @@ class AdvisorCallback(_LIGHTNING.Callback):  # type: ignore[name-defined]
     ) -> None:
         self.follows, self.every, self.warmup, self.db_url = follows, every, warmup, db_url
         self.run: TrainingRun | None = None
+        self.steps = 0  # Lightning's optimizer steps counted so far
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         loader = trainer.train_dataloader
@@ -47,12 +48,16 @@ class AdvisorCallback(_LIGHTNING.Callback):  # type: ignore[name-defined]
             warmup=self.warmup,
             db_url=self.db_url,
         ).begin()
+        self.steps = trainer.global_step
 
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
-        if self.run is not None and (batch_idx + 1) % trainer.accumulate_grad_batches == 0:
-            self.run.step()  # (the micro batch that ended an optimizer step)
+        # the micro batch that ended an optimizer step (an epoch's last steps with fewer
+        # micro batches too): Lightning's count of them moved
+        if self.run is not None and trainer.global_step != self.steps:
+            self.steps = trainer.global_step
+            self.run.step()
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if self.run is not None:

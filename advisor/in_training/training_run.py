@@ -7,10 +7,11 @@ its peak memory and throughput every `every` optimizer steps, as a trial of kind
             ...  # one optimizer step: its micro batches, optimizer.step(), zero_grad()
             run.step()
 
-The rate is timed as advisor's trials time theirs: after `warmup` untimed steps (compilation,
-cuDNN's autotuning), over windows of `every` steps bracketed by a synchronisation, as samples a
-step over the median window's step time. Memory, on CUDA: the allocator's peaks over the whole
-run and over the timed steps (torch's peak counters are reset once, when timing begins), NVML's
+The rate: after `warmup` untimed steps (compilation, cuDNN's autotuning), over windows of
+`every` steps bracketed by a synchronisation, samples a step over the median of the windows'
+mean step times (the spread: their interquartile range, of window means, not of steps as a
+trial's). Memory, on CUDA: the allocator's peaks over the whole run and over the timed steps
+(torch's peak counters are reset when the run begins and when timing begins), NVML's
 figure for the process, and the parameters, buffers, gradients (their parameters' size) and
 optimizer state where the model and optimizer are given; activations are not told apart. Only
 the first rank records; a record the database refuses is warned of, never raised into the
@@ -79,7 +80,10 @@ class TrainingRun:
         self.recording = not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
         self.device = torch.device("cuda", torch.cuda.current_device()) if (
             self.spec.device is Device.cuda and torch.cuda.is_available()) else None  # fmt: skip
-        self.environment = environment(self.spec)
+        # where this run is (the followed trial's device may be one this machine lacks)
+        here = self.spec if self.device is not None else dataclasses.replace(
+            self.spec, device=Device.cpu)  # fmt: skip
+        self.environment = environment(here)
         self.stored: TrialResult | None = None  # the run as last stored
         self._restart()
 
@@ -91,6 +95,8 @@ class TrainingRun:
         self.timed_since: float | None = None
         self.whole_peaks = (0, 0)  # allocated, reserved: before timing began
         self.began = time.perf_counter()
+        if self.device is not None:  # (a new setting's peaks are its own)
+            torch.cuda.reset_peak_memory_stats(self.device)
 
     def begin(self) -> TrainingRun:
         self.began = time.perf_counter()
@@ -135,6 +141,8 @@ class TrainingRun:
     def fell_back(self, fell: FellBack) -> None:
         """An OOMFallback's on_fallback: the setting that ran out of memory is stored as an OOM
         of this run, and the run goes on as a new one at the split it fell back to."""
+        self.spec = dataclasses.replace(self.spec, batch_size=fell.was.micro_batch,
+                                        grad_accum=fell.was.accumulation)  # fmt: skip
         self._record(Status.oom, Failure(message=f"step {fell.step}: {fell.message}"))
         self.spec = dataclasses.replace(self.spec, batch_size=fell.now.micro_batch,
                                         grad_accum=fell.now.accumulation)  # fmt: skip
@@ -189,7 +197,7 @@ class TrainingRun:
             return None
         median = statistics.median(self.windows)
         quartiles = statistics.quantiles(self.windows, n=4) if len(self.windows) > 1 else [0, 0, 0]
-        samples = self.spec.batch_size * self.spec.grad_accum
+        samples = self.spec.effective_batch_size  # (a job's: its GPUs', as trials count)
         predicted = self.followed.throughput
         same_gpu = predicted is not None and _device_name(self.followed) == _device_name(None)
         tokens = None  # a sample's tokens, as the followed trial counted them

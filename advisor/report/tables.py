@@ -182,6 +182,8 @@ def _compared(results: Sequence[TrialResult]) -> list[tuple[str, list[str]]]:
         ("channels_last", each(lambda r: r.spec.channels_last)),
         ("compile", each(lambda r: r.spec.compile)),
         ("expandable segments", each(lambda r: r.spec.expandable_segments)),
+        ("GPUs", each(lambda r: r.spec.gpus)),
+        ("strategy", each(lambda r: r.spec.strategy and r.spec.strategy.value)),
         ("memory cap", each(lambda r: r.spec.memory_cap_bytes and gib(r.spec.memory_cap_bytes))),
         ("kind", each(lambda r: r.kind.value + (f" of {r.follows}" if r.follows else ""))),
         ("status", each(lambda r: r.status.value)),

@@ -104,7 +104,7 @@ def describe_spec(s: TrialSpec) -> str:
 def knobs_of(s: TrialSpec) -> str:
     """A setting's knobs, without the model and device that a table of one model's trials
     names once."""
-    knobs = [f"{s.strategy.value}"] if s.strategy else []
+    knobs = [s.strategy.value] if s.strategy else []
     knobs.append(f"batch {s.batch_size}")
     if s.grad_accum > 1:
         knobs.append(f"x{s.grad_accum} accum")

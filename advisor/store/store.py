@@ -372,8 +372,9 @@ class Store:
         self.retried(write)
 
     def retried(self, write: Callable[[], _T]) -> _T:
-        """A sweep's own write (its claims too), tried again as a trial's is: another writer
-        may hold the lock past the busy timeout; StoreError in one line if it still fails."""
+        """A sweep's write (its claims too) or a training run's, tried again as a trial's is:
+        another writer may hold the lock past the busy timeout; StoreError in one line if it
+        still fails."""
         try:
             return _tried_again(write)
         except OperationalError as error:

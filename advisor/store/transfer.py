@@ -29,10 +29,14 @@ from advisor.store import rows, schema
 from advisor.store.records import from_record, to_record
 from advisor.store.store import READ_CHUNK, Store, default_url
 from advisor.store.tables import TrialRow
+from advisor.store.trial_filter import TrialFilter
 from advisor.store.validation import checked
 
 FORMAT = "advisor-trials"  # what an export says it is
 FORMATS = (".json", ".csv", ".parquet")
+# what an import reads of a database: its measurements on any number of GPUs (a training run
+# names an id of its own database)
+EVERY_MEASUREMENT = TrialFilter(gpus=None)
 _IMPORT_LOCK = 0x61647631  # a PostgreSQL advisory lock: "adv1"; a second import waits for it
 
 
@@ -200,7 +204,7 @@ def _trials_of(source: str) -> list[TrialResult]:
                 "SQLite file or a database URL"
             )
         if file is None:  # a server's database: read as it is (an older schema is refused)
-            return _checked(Store(source, read_only=True).trials(), source)
+            return _checked(Store(source, read_only=True).trials(where=EVERY_MEASUREMENT), source)
         path = file
     if not path.is_file():
         raise ConfigError(f"{path}: no such file; import takes an export (.json) or a database")
@@ -231,7 +235,7 @@ def _from_sqlite(path: Path) -> list[TrialResult]:
             raise newer
         store = Store(f"sqlite:///{copy}")
         try:
-            return store.trials()
+            return store.trials(where=EVERY_MEASUREMENT)
         finally:
             store.engine.dispose()
 

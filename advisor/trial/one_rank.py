@@ -16,6 +16,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from advisor.errors import WorkloadError
 from advisor.spec import Strategy, TrialSpec
 
 FAKE = "fake"  # torch's process-group backend that communicates nothing
@@ -48,6 +49,11 @@ def spread(model: nn.Module, spec: TrialSpec, device: torch.device) -> nn.Module
 
     mesh = init_device_mesh(device.type, (spec.gpus,))
     blocks = [m for m in model.modules() if type(m).__name__ == spec.model.block]
+    if not blocks:  # (the root alone would gather the whole model: not what fsdp= asked)
+        raise WorkloadError(
+            f"strategy=fsdp shards each {spec.model.block}, and {spec.model.name} has none: "
+            "name its block class with block= (or model.block=)"
+        )
     for block in blocks:
         fully_shard(block, mesh=mesh)
     fully_shard(model, mesh=mesh)

@@ -134,10 +134,11 @@ def test_a_training_run_is_no_prediction(db_url, tmp_path):
     assert len(store.trials(where=TrialFilter(kind=None))) == 2
     out = tmp_path / "out.json"
     said = CliRunner().invoke(app, ["export", f"out={out}", f"db_url={db_url}"])
-    told = " ".join(said.output.split())
-    assert "1 trial(s) written" in told and "1 training run(s) left out" in told
+    assert "1 trial(s) written" in " ".join(said.output.split())  # (the run is left out)
     assert [json.loads(r["spec"])["batch_size"] for r in json.loads(out.read_text())["trials"]
             ] == [16]  # fmt: skip
+    refused = CliRunner().invoke(app, ["export", f"out={out}", "kind=training", f"db_url={db_url}"])
+    assert refused.exit_code == 2 and "export carries advisor's measurements" in refused.output
     with pytest.raises(ConfigError, match="unknown kind 'run'; choose one of measured"):
         history(db_url=db_url, kind="run")
     with pytest.raises(ConfigError, match="follows a stored ok trial that advisor measured"):
