@@ -190,8 +190,9 @@ class TrialResult:
     spec: TrialSpec
     status: Status
     environment: Environment | None  # None when the worker died before reporting it
-    memory: Memory | None  # None unless status is ok
-    throughput: Throughput | None  # None unless status is ok
+    # None unless status is ok (a training run that ended in an error keeps what it recorded)
+    memory: Memory | None
+    throughput: Throughput | None
     failure: Failure | None  # None when status is ok
     wall_s: float  # the whole trial, process start to exit
     id: int | None = None  # set by the store

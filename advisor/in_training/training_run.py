@@ -173,13 +173,12 @@ class TrainingRun:
     def _record(self, status: Status = Status.ok, failure: Failure | None = None) -> None:
         if not self.recording:
             return
-        ok = status is Status.ok
-        result = TrialResult(
+        result = TrialResult(  # (one that ended in an error keeps what it had recorded)
             spec=self.spec,
             status=status,
             environment=self.environment,
-            memory=self._memory() if ok else None,
-            throughput=self._throughput() if ok else None,
+            memory=self._memory(),
+            throughput=self._throughput(),
             failure=failure,
             wall_s=time.perf_counter() - self.began,
             id=self.stored.id if self.stored else None,

@@ -88,6 +88,7 @@ def test_a_loop_that_raises_is_stored_as_the_error_that_ended_it(db_url):
     assert (oom.status, oom.failure.message) == (Status.oom, "CUDA out of memory. Tried to "
                                                  "allocate 2.00 GiB")  # fmt: skip
     assert (crashed.status, crashed.failure.message) == (Status.crashed, "ValueError: a bad batch")
+    assert oom.throughput.timed_steps == 2  # what it had recorded before (steps 2-3) is kept
 
 
 def test_a_fallback_is_stored_as_an_oom_and_the_run_goes_on_at_its_new_split(db_url):
