@@ -70,13 +70,13 @@ def classifier(fail_at: int | None = None):
     return Classifier()
 
 
-def lightning_fit(db_url: str, trial: int, module, emitted) -> None:
+def lightning_fit(db_url: str, trial: int, module, emitted, samples: int = 512) -> None:
     import lightning
     from torch.utils.data import DataLoader, TensorDataset
 
     from advisor.in_training.lightning_callback import AdvisorCallback
 
-    data = TensorDataset(torch.randn(512, 32), torch.randint(4, (512,)))
+    data = TensorDataset(torch.randn(samples, 32), torch.randint(4, (samples,)))
     callback = AdvisorCallback(trial, every=EVERY, warmup=WARMUP, db_url=db_url)
     trainer = lightning.Trainer(**emitted.arguments, max_steps=STEPS, callbacks=[callback],
                                 logger=False, enable_checkpointing=False,
@@ -103,3 +103,15 @@ def test_the_lightning_callback_records_the_trainers_run(db_url):
     _, crashed = history(db_url=db_url, kind="training")[::-1]
     assert crashed.status is Status.crashed
     assert crashed.failure.message == "RuntimeError: a batch the loop cannot take"
+
+
+def test_lightnings_short_last_step_of_an_epoch_is_counted(db_url):
+    """10 batches an epoch, 3 a step: Lightning steps after batches 3, 6, 9 and the epoch's
+    last (one batch); each of the 12 steps counts once."""
+    setting = ("model=tiny_mlp", "batch_size=4", "grad_accum=3", "precision=fp32",
+               "optimizer=sgd")  # fmt: skip
+    trial = stored_trial(db_url, *setting)
+    emitted = trainer_config(spec_of(*setting), "lightning")
+    lightning_fit(db_url, trial, classifier(), emitted, samples=40)
+    (run,) = history(db_url=db_url, kind="training")
+    assert (run.throughput.timed_steps, run.throughput.warmup_steps) == (STEPS - WARMUP, WARMUP)

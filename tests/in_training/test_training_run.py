@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from advisor.cli import app
 from advisor.errors import ConfigError
+from advisor.gpus import cpu_name
 from advisor.in_training.oom_fallback import OOMFallback, Split
 from advisor.in_training.training_run import TrainingRun
 from advisor.queries import history, recommendation
@@ -210,3 +211,16 @@ def test_on_cuda_a_run_records_the_allocators_peaks_and_its_tensors(db_url):
     assert memory.steady_peak_allocated_bytes <= memory.peak_allocated_bytes
     assert memory.device_peak_bytes == memory.peak_reserved_bytes + memory.context_bytes
     assert memory.context_bytes > 0 and memory.nvml_process_bytes is not None
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
+def test_a_run_of_a_gpu_setting_where_there_is_none_says_where_it_ran(db_url):
+    """Following a setting measured on CUDA, on a machine without it: the run is stored with
+    this machine's environment (asking CUDA for its name raised), and no memory."""
+    spec = dataclasses.replace(spec_of("model=tiny_mlp", "batch_size=16"), device=Device.cuda)
+    trial = Store(db_url).add(fake_result(spec)).id
+    with TrainingRun(trial, warmup=0, every=1, db_url=db_url) as run:
+        run.step()
+    (stored,) = runs(db_url)
+    assert stored.environment.device_name == cpu_name() and stored.environment.driver is None
+    assert stored.memory is None and stored.throughput.timed_steps == 1

@@ -12,11 +12,14 @@ import pytest
 from conftest import FAST, spec_of
 
 import advisor
-from advisor.errors import ConfigError
+from advisor.errors import ConfigError, WorkloadError
 from advisor.models import TinyMLP
 from advisor.report.terminal import describe_spec
 from advisor.result import Status
 from advisor.spec import Strategy
+from advisor.store.store import Store
+from advisor.store.transfer import import_into
+from advisor.store.trial_filter import TrialFilter
 from advisor.trial.runner import run_trial
 
 FLOAT = 4  # bytes: tiny_mlp trains in fp32
@@ -69,3 +72,18 @@ def test_one_gpus_spec_is_as_it_was_and_bad_ranks_are_one_line():
     for verb in (advisor.estimate, advisor.recommend, advisor.sweep):
         with pytest.raises(ConfigError, match="answers for one GPU only, so far"):
             verb("tiny_mlp", device="cpu", gpus=4, gpu={"memory": "64MiB"})
+
+
+def test_a_ranks_trial_is_imported_and_fsdp_without_its_block_is_one_line(db_url, tmp_path):
+    """An import reads the source's trials on any number of GPUs (history's default reads
+    one GPU's); a block class that names no module of the model is said before anything runs,
+    not sharded whole."""
+    fsdp = run_trial(spec_of("model=tiny_mlp", "gpus=2", "strategy=fsdp"), FAST, timeout_s=120)
+    source = f"sqlite:///{tmp_path / 'source.sqlite'}"
+    Store(source).add(fsdp)
+    assert import_into(source, db_url) == (1, 0)
+    (imported,) = Store(db_url).trials(where=TrialFilter(gpus=2))
+    assert (imported.spec, imported.memory) == (fsdp.spec, fsdp.memory)
+    assert Store(db_url).trials() == []  # (what predicts for one GPU does not see it)
+    with pytest.raises(WorkloadError, match="has no module of class 'NoSuchBlock'"):
+        spec_of("model=tiny_mlp", "gpus=2", "strategy=fsdp", "model.block=NoSuchBlock")
