@@ -5,6 +5,7 @@
 - training_run.py TrainingRun: the user's run recorded as a trial of kind training (its peaks
                   and rate every N steps) beside the measured trial it followed; a plain
                   context for a custom loop, and what the trainers' callbacks run
+                  (Recording: the options a callback keeps until its training begins)
 - transformers_callback.py AdvisorCallback: TrainingRun as a transformers TrainerCallback
 - lightning_callback.py AdvisorCallback: TrainingRun as a Lightning Callback
 """

@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from advisor.emit.lightning_args import package
-from advisor.in_training.training_run import EVERY, WARMUP_STEPS, TrainingRun
+from advisor.in_training.training_run import EVERY, WARMUP_STEPS, Recording, TrainingRun
 from advisor.result import TrialResult
 
 if TYPE_CHECKING:
@@ -32,22 +32,18 @@ class AdvisorCallback(_LIGHTNING.Callback):  # type: ignore[name-defined]
         warmup: int = WARMUP_STEPS,
         db_url: str | None = None,
     ) -> None:
-        self.follows, self.every, self.warmup, self.db_url = follows, every, warmup, db_url
+        self.recording = Recording(follows, every, warmup, db_url)
         self.run: TrainingRun | None = None
         self.steps = 0  # Lightning's optimizer steps counted so far
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         loader = trainer.train_dataloader
-        self.run = TrainingRun(
-            self.follows,
+        self.run = self.recording.begin(
             model=pl_module,
             optimizer=trainer.optimizers[0] if trainer.optimizers else None,
             batch_size=getattr(loader, "batch_size", None),
             grad_accum=trainer.accumulate_grad_batches,
-            every=self.every,
-            warmup=self.warmup,
-            db_url=self.db_url,
-        ).begin()
+        )
         self.steps = trainer.global_step
 
     def on_train_batch_end(

@@ -25,7 +25,7 @@ import statistics
 import time
 import warnings
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -45,6 +45,21 @@ if TYPE_CHECKING:
 
 WARMUP_STEPS = 10  # untimed: compilation, cuDNN's autotuning, the allocator's first growth
 EVERY = 50  # optimizer steps a record: the rate's windows, and how often the history is written
+
+
+@dataclasses.dataclass(frozen=True)
+class Recording:
+    """What a trainer's callback records with: the setting followed, and TrainingRun's every,
+    warmup and db_url; the trainer gives the rest when its training begins."""
+
+    follows: Recommendation | TrialResult | int
+    every: int = EVERY
+    warmup: int = WARMUP_STEPS
+    db_url: str | None = None
+
+    def begin(self, **run: Any) -> TrainingRun:
+        return TrainingRun(self.follows, every=self.every, warmup=self.warmup,
+                           db_url=self.db_url, **run).begin()  # fmt: skip
 
 
 class TrainingRun:
@@ -223,11 +238,10 @@ class TrainingRun:
         if self.device is None:
             return None
         device = self.device
-        steady = (torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device))
-        if self.timed_since is None:  # (still warming up: nothing was reset yet)
-            steady = (0, 0)
-        allocated = max(self.whole_peaks[0], steady[0], torch.cuda.max_memory_allocated(device))
-        reserved = max(self.whole_peaks[1], steady[1], torch.cuda.max_memory_reserved(device))
+        # torch's peaks since timing began (since the run began, while still warming up)
+        now = (torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device))
+        steady = now if self.timed_since is not None else (0, 0)
+        allocated, reserved = max(self.whole_peaks[0], now[0]), max(self.whole_peaks[1], now[1])
         context, nvml = device_memory.context_bytes_of(self.spec, device, None)
         params = list(self.model.parameters()) if self.model is not None else []
         trained = [p for p in params if p.requires_grad]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from advisor.in_training.training_run import EVERY, WARMUP_STEPS, TrainingRun
+from advisor.in_training.training_run import EVERY, WARMUP_STEPS, Recording, TrainingRun
 from advisor.result import TrialResult
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ class AdvisorCallback(TrainerCallback):
         warmup: int = WARMUP_STEPS,
         db_url: str | None = None,
     ) -> None:
-        self.follows, self.every, self.warmup, self.db_url = follows, every, warmup, db_url
+        self.recording = Recording(follows, every, warmup, db_url)
         self.run: TrainingRun | None = None
 
     def on_train_begin(
@@ -43,16 +43,12 @@ class AdvisorCallback(TrainerCallback):
         optimizer: Any = None,
         **kwargs: Any,
     ) -> None:
-        self.run = TrainingRun(
-            self.follows,
+        self.run = self.recording.begin(
             model=model,
             optimizer=optimizer,
             batch_size=args.per_device_train_batch_size,
             grad_accum=args.gradient_accumulation_steps,
-            every=self.every,
-            warmup=self.warmup,
-            db_url=self.db_url,
-        ).begin()
+        )
 
     def on_step_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
