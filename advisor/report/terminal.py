@@ -255,8 +255,9 @@ def _throughput_lines(result: TrialResult) -> Group:
         lines.append(Phrases(
             f"time: building {t.setup_s:.1f} s, ", f"{first} {t.first_step_s:.1f} s, ",
             f"the other warm-up {t.warmup_s:.1f} s, ", f"timing {t.timing_s:.1f} s; ",
-            f"{result.wall_s:.1f} s in all, with starting the process{cuda}",
-            *([f"; others used {t.machine_load:.0%} of the CPUs while it timed"]
+            f"{result.wall_s:.1f} s in all, with starting the process{cuda}"
+            + ("; " if t.machine_load is not None else ""),
+            *([f"others used {t.machine_load:.0%} of the CPUs while it timed"]
               if t.machine_load is not None else []),
             style="grey50",
         ))  # fmt: skip
