@@ -69,8 +69,10 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       timeout_s=S db_url=URL plot=FILE.png memory_snapshot=FILE.pickle
       (torch's memory snapshot of the build and warm-up, for
       pytorch.org/memory_viz; CUDA only)
-      gpus=N strategy=ddp|fsdp (rank 0 of a job on N GPUs, on torch's fake
-      process group: the rank's memory, no communication)
+      gpus=N strategy=ddp|fsdp nodes=M (rank 0 of a job on N GPUs, on
+      torch's fake process group: the rank's memory and compute, measured;
+      the job's step, its communication modelled over gpu=NAME's link, or
+      gpu.intra_node_busbw=GB/s gpu.inter_node_busbw=GB/s: nccl-tests' busbw)
     Exit status: 0 when measured (an OOM is a measurement), 1 if the trial
       crashed or timed out, or the database cannot be opened or written (one
       measured then waits in the spool, or is printed), 2 for a setting or
@@ -87,10 +89,17 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         with err.status(Text(f"measuring {terminal.describe_spec(spec)}")):
             result = verbs.measure(spec, cfg)
     device_memory = result.environment.device_memory_bytes if result.environment else None
+    job = verbs.job_step(result, cfg)
     if as_json:
-        print(json.dumps(result.to_dict(), indent=2))
+        shown = result.to_dict()
+        if isinstance(job, str):  # (a rank's: the job's step, modelled, or why it is not)
+            shown["job"] = {"not_modelled": job}
+        elif job is not None:
+            shown["job"] = dataclasses.asdict(job)
+        print(json.dumps(shown, indent=2))
     else:
         out.print(terminal.trial_report(result, device_memory))
+        out.print(terminal.job_lines(result, job))
     if cfg.plot and result.memory is not None:
         plots.save_memory_png(result, device_memory, Path(cfg.plot))
         err.print(f"memory breakdown drawn in {cfg.plot}", highlight=False)
@@ -205,8 +214,12 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
       advisor recommend model=resnet50 gpu=a100_40gb effective_batch_size=256
       advisor recommend workload=my_model.py:workload gpu.memory=24GiB --json
       advisor recommend model=gpt2 gpu=h200 emit=hf > training_args.py
+      advisor recommend model=gpt2 gpu=h200 gpus=8 emit=torch > train.py
     Throughput comes from whatever GPU measured it (the output says which);
     whether a setting fits transfers between GPUs with the same torch version.
+    gpus=N (nodes=M, strategy=ddp|fsdp): from the ranks advisor run measured
+    of jobs on N GPUs, each ranked by its job's step, communication modelled
+    over gpu=NAME's link or gpu.intra_node_busbw=GB/s (nccl-tests' busbw).
     emit=hf|lightning|accelerate|torch prints the answer as transformers'
     TrainingArguments, Lightning's Trainer, an accelerate config file or plain
     PyTorch, named as the installed library names them, ready to save (the

@@ -83,6 +83,9 @@ class Config:
     memory_cap: int | None = None  # bytes the trial may use on the device (None: all)
     gpus: int = 1  # the job's GPUs: a trial measures one rank of them (trial/one_rank.py)
     strategy: Strategy | None = None  # ddp | fsdp, with gpus > 1 (ddp unless given)
+    # the machines the job's GPUs are spread over: its communication's link (modelled, not
+    # measured: communication.py)
+    nodes: int = 1
     timeout_s: float = 900.0  # a trial still running after this is killed: status timeout
     db_url: str | None = None  # SQLAlchemy URL of the results database (or ADVISOR_DB_URL)
     plot: str | None = None  # also draw the memory breakdown into this PNG file
@@ -202,11 +205,21 @@ SEARCH_SETTINGS = ("gpu", "margin", "space", "effective_batch_size", "trials", "
                    "patience", "workers", "study_db_url")  # fmt: skip
 
 
+# what a job on several GPUs reads of the gpu node: the GPUs its communication is modelled for
+INTERCONNECT_SETTINGS = ("gpu", "gpu.intra_node_busbw", "gpu.inter_node_busbw",
+                         "gpu.memory_bandwidth", "gpu.gpus_per_node")  # fmt: skip
+
+
 def refuse_search_settings(overrides: list[str]) -> None:
     """ConfigError for a search's setting given to advisor run, which measures the one setting
-    it is given, on this machine: said, not dropped (gpu.memory=lots went without a word)."""
+    it is given, on this machine: said, not dropped (gpu.memory=lots went without a word). With
+    gpus=N the gpu node's interconnect is read: the link the job's step is modelled over."""
+    given = [value for key, _, value in (i.partition("=") for i in overrides) if key == "gpus"]
+    several = bool(given) and given[-1].strip() != "1"  # (the last gpus= is the one composed)
     for item in overrides:
         key = item.partition("=")[0].lstrip("+~").strip()
+        if several and key in INTERCONNECT_SETTINGS:
+            continue
         if key.partition(".")[0] in SEARCH_SETTINGS:
             cap = ", or cap its memory with memory_cap=BYTES" if key.startswith("gpu") else ""
             raise ConfigError(

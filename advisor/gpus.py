@@ -34,6 +34,12 @@ class GpuProfile:
     match: str  # regular expression matched against the NVML device name
     memory_bytes: int  # total device memory as the driver reports it
     peak_flops: dict[str, float]  # dense peak FLOP/s by precision (fp32, tf32, bf16, fp16)
+    # a job on several GPUs (communication.py): memory bandwidth in bytes/s, and bus bandwidth
+    # in GB/s as nccl-tests reports it, within a node and between nodes; None: none published
+    memory_bandwidth: float | None = None
+    intra_node_busbw: float | None = None
+    inter_node_busbw: float | None = None
+    gpus_per_node: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +47,9 @@ class LocalGpu:
     name: str
     memory_bytes: int
     driver: str
+
+
+_JOB_KEYS = ("memory_bandwidth", "intra_node_busbw", "inter_node_busbw", "gpus_per_node")
 
 
 def load_profiles(conf_dir: Path = CONF_DIR) -> dict[str, GpuProfile]:
@@ -55,6 +64,7 @@ def load_profiles(conf_dir: Path = CONF_DIR) -> dict[str, GpuProfile]:
             match=node["match"],
             memory_bytes=int(node["memory"]),
             peak_flops={k: float(v) for k, v in node["peak_flops"].items()},
+            **{key: node.get(key) for key in _JOB_KEYS},
         )
     return profiles
 

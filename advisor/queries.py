@@ -150,14 +150,18 @@ def recommendation(store: Store, given: Mapping[str, str]) -> Recommendation:
 
 
 def stored_trials(
-    store: Store, model: str, device: Device, identity: WorkloadIdentity | None = None
+    store: Store,
+    model: str,
+    device: Device,
+    identity: WorkloadIdentity | None = None,
+    gpus: int = 1,
 ) -> list[TrialResult]:
     """What recommend answers from, one choice for the command line, Python and the server:
     the model's ok trials on the device, of one workload (name, source, arguments and code: an
-    edited workload is another). `identity` is the workload as the caller's code has it now
-    (advisor recommend composes it); without it (the server, which loads no code), the
-    workload measured last."""
-    stored = store.trials(model=model, status="ok")
+    edited workload is another), on one GPU or ranks of a job on `gpus`. `identity` is the
+    workload as the caller's code has it now (advisor recommend composes it); without it (the
+    server, which loads no code), the workload measured last."""
+    stored = store.trials(model=model, status="ok", where=TrialFilter(gpus=gpus))
     if identity is not None:
         same = [r for r in stored if r.spec.model.identity == identity]
         if stored and not same:

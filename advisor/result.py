@@ -136,6 +136,15 @@ class Throughput:
     # Stored since schema 0009 (None before): how busy the machine was with other work while
     # the steps were timed, as others' share of every core's time (trial/machine_load.py)
     machine_load: float | None = None
+    # Stored since schema 0012 (None before, and on one GPU): what rank 0's collectives carried
+    # in one optimizer step, recorded on the fake group as it ran (trial/collectives.py), each
+    # by its full buffer (an all-reduce's bucket, an all-gather's output, a reduce-scatter's
+    # input); communication.py models their time
+    all_reduce_bytes: int | None = None
+    all_gather_bytes: int | None = None
+    reduce_scatter_bytes: int | None = None
+    collectives: int | None = None  # how many ran
+    largest_collective_bytes: int | None = None
 
     @property
     def spread(self) -> float:
@@ -186,6 +195,25 @@ class Failure:
 
 
 @dataclasses.dataclass(frozen=True)
+class JobStep:
+    """One optimizer step of a job on several GPUs, modelled from its rank 0's trial
+    (communication.py), each figure said as measured or modelled."""
+
+    measured_s: float  # rank 0's step on the fake group (measured)
+    local_copies_s: float  # the fake group's own copies within it (modelled)
+    compute_s: float  # measured_s less the copies
+    communication_s: float  # every collective of the step on the wire (modelled)
+    hidden_s: float  # the part of it compute hides (modelled)
+    step_s: float  # compute_s + communication_s - hidden_s
+    samples_per_s: float  # the job's global batch / step_s
+    how: str  # the link and the overlap, in words
+
+    @property
+    def exposed_s(self) -> float:
+        return self.communication_s - self.hidden_s
+
+
+@dataclasses.dataclass(frozen=True)
 class TrialResult:
     spec: TrialSpec
     status: Status
@@ -200,6 +228,9 @@ class TrialResult:
     memory_snapshot: str | None = None  # the file torch's memory snapshot was written to
     kind: Kind = Kind.measured
     follows: int | None = None  # a training run's: the id of the measured trial it followed
+    # a rank's trial seen as the whole job (communication.as_job): the job's step, modelled;
+    # its throughput is then the job's. Never stored: worked out for a link when asked
+    job: JobStep | None = None
 
     @property
     def samples_per_s(self) -> float:
@@ -232,6 +263,7 @@ class TrialResult:
             "memory_snapshot": self.memory_snapshot,
             "kind": self.kind.value,
             "follows": self.follows,
+            **({"job": _part(self.job)} if self.job is not None else {}),
         }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from advisor import config, gpus
+from advisor import communication, config, gpus
 from advisor.arguments import WorkloadLike, as_overrides, workload_override
 from advisor.config import device_of, load, trial_spec, workload_identity
 from advisor.errors import ConfigError
@@ -31,7 +31,7 @@ from advisor.recommendation import (
     disagreement,
 )
 from advisor.recommendation import recommend as recommend_from
-from advisor.result import Status, TrialResult
+from advisor.result import JobStep, Status, TrialResult
 from advisor.search import study
 from advisor.search.answer import NEAR, Answer, LoadCheck, time_to
 from advisor.search.backend import WorkerBackend, local_device, worker_slots
@@ -72,6 +72,9 @@ def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
     """Measure a spec composed from cfg, and store it (the database is opened, and shown to
     take a write, first)."""
     check_device(spec, "run", on_auto=str(cfg.device) == "auto")
+    local = gpus.local_gpu() if spec.device is Device.cuda else None
+    communication.check_nodes(communication.resolved(cfg.gpu, local.name if local else None),
+                              spec.gpus, cfg.nodes)  # fmt: skip
     snapshot = snapshot_path(cfg.memory_snapshot, spec)
     store = Store(cfg.db_url)
     store.check_writable()
@@ -80,22 +83,36 @@ def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
     return store.add(measured)
 
 
+def job_step(result: TrialResult, cfg: DictConfig) -> JobStep | str | None:
+    """The whole job's step modelled from a rank's trial over cfg's gpu and nodes, or why it
+    is not (communication.py); None on one GPU."""
+    device = result.environment.device_name if result.environment else None
+    return communication.modelled(result.spec, result.throughput, cfg.gpu, cfg.nodes, device)
+
+
 def _one_trial_only(cfg: DictConfig, verb: str) -> None:
+    """memory_snapshot= is a measured trial's: said, not ignored, by the other verbs; and
+    they answer for one GPU."""
+    _measures_one(cfg, verb)
+    _one_gpu_only(cfg, verb)
+
+
+def _measures_one(cfg: DictConfig, verb: str) -> None:
     """memory_snapshot= is a measured trial's: said, not ignored, by the other verbs."""
     if cfg.memory_snapshot:
         raise ConfigError(
             f"memory_snapshot is for one measured trial, not {verb}: advisor run ... "
             "memory_snapshot=FILE.pickle"
         )
-    _one_gpu_only(cfg, verb)
 
 
 def _one_gpu_only(cfg: DictConfig, verb: str) -> None:
     """gpus= is measured by run alone so far: the other verbs answer for one GPU, and say so
     rather than answer for one while asked for several."""
-    if cfg.gpus != 1:
+    if cfg.gpus != 1 or cfg.nodes != 1:
+        given = f"gpus={cfg.gpus}" + (f" nodes={cfg.nodes}" if cfg.nodes != 1 else "")
         raise ConfigError(
-            f"gpus={cfg.gpus}: advisor run measures one rank of a job on several GPUs; {verb} "
+            f"{given}: advisor run measures one rank of a job on several GPUs; {verb} "
             "answers for one GPU only, so far"
         )
 
@@ -168,11 +185,16 @@ def recommend(
     given = [*overrides, *as_overrides(settings)]
     on_gpu = [] if any(o.startswith("device=") for o in given) else ["device=cuda"]
     cfg = configure(workload, [*on_gpu, *given])
-    _one_trial_only(cfg, "recommend")
+    _measures_one(cfg, "recommend")
     identity = workload_identity(cfg)  # as the code has it now (the model is not built)
     device = device_of(cfg.device)
     target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, device)
-    trials = stored_trials(existing(cfg.db_url), identity.name, device, identity)
+    trials = stored_trials(existing(cfg.db_url), identity.name, device, identity, cfg.gpus)
+    if cfg.gpus > 1:  # ranks of a job: each as the whole job, its communication modelled
+        local = gpus.local_gpu() if device is Device.cuda else None
+        name = local.name if local else None
+        link = communication.interconnect(cfg.gpu, cfg.gpus, cfg.nodes, name)
+        trials = communication.jobs_of(trials, link, cfg.strategy)
     return recommend_from(trials, target, cfg.effective_batch_size)
 
 

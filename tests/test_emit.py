@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -508,3 +509,75 @@ def test_torch_cuda_configuration_trains():
         ran["train_step"]([(torch.randn(2, 3, 32, 32, device="cuda"),
                             torch.randint(10, (2,), device="cuda"))] * 2)  # fmt: skip
     assert all_moved(before, model)
+
+
+# --- a job on several GPUs ------------------------------------------------------------------
+
+RANKS_HARNESS = """
+import json, os, sys
+import torch
+import torch.distributed as dist
+from torch.nn import functional as F
+from advisor.models import TinyMLP
+
+torch.manual_seed(0)  # (each rank builds the same model, as a user's script does)
+namespace = {"model": TinyMLP(in_features=64, hidden=256, depth=3, num_classes=10),
+             "compute_loss": lambda m, b: F.cross_entropy(m(b[0]), b[1])}
+exec(compile(open(sys.argv[1]).read(), "<emit=torch>", "exec"), namespace)
+model, rank = namespace["model"], dist.get_rank()
+local = [p.to_local() if hasattr(p, "to_local") else p for p in model.parameters()]
+before = [p.detach().clone() for p in local]
+torch.manual_seed(1 + rank)  # each rank its own samples
+for _ in range(2):
+    n, accum = namespace["BATCH_SIZE"], namespace["GRAD_ACCUM"]
+    namespace["train_step"]([(torch.randn(n, 64), torch.randint(10, (n,))) for _ in range(accum)])
+moved = all(not torch.equal(b, p.detach()) for b, p in zip(before, local))
+whole = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
+said = {"moved": moved, "local": sum(p.numel() for p in local),
+        "whole": sum(p.numel() for p in whole),
+        "sum": float(sum(p.detach().double().sum() for p in whole))}
+every = [None] * dist.get_world_size()
+dist.all_gather_object(every, said)
+if rank == 0:
+    with open(sys.argv[2], "w") as out:
+        json.dump(every, out)
+dist.barrier()
+# gloo on torch 2.14 aborted one rank now and then as it was torn down, after this barrier
+# ("terminate called without an active exception", 1 run in 6 under load): nothing of the
+# lines', so both leave without tearing it down
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_torch_lines_of_a_job_on_two_ranks_train_under_torchrun(strategy, tmp_path):
+    """The lines run as the user runs them, under torchrun (gloo on the CPU), two processes:
+    each rank trains its own samples, and afterwards both hold the same model (DDP averaged
+    the gradients, its first micro batch under no_sync; FSDP2 holds half of it a rank)."""
+    spec = spec_of("model=tiny_mlp", "batch_size=4", "grad_accum=2", "gpus=2",
+                   f"strategy={strategy}")  # fmt: skip
+    emitted = trainer_config(spec, "torch")
+    assert "torchrun --nproc_per_node=2 train.py" in emitted.text
+    (tmp_path / "emitted.py").write_text(emitted.text)
+    (tmp_path / "harness.py").write_text(RANKS_HARNESS)
+    out = tmp_path / "ranks.json"
+    ran = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         str(tmp_path / "harness.py"), str(tmp_path / "emitted.py"), str(out)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    first, second = json.loads(out.read_text())
+    assert first["moved"] and second["moved"]
+    assert first["sum"] == second["sum"]  # the same model on both ranks, though fed apart
+    whole = sum(math.prod(s) for s in shapes_of_tiny_mlp())
+    assert first["whole"] == whole
+    # DDP: each rank the whole model; FSDP2: half each, the head's 10 rows padded to 2 x 5
+    assert first["local"] == (whole if strategy == "ddp" else whole // 2)
+
+
+def shapes_of_tiny_mlp() -> list[tuple[int, ...]]:
+    from advisor.models import TinyMLP
+
+    model = TinyMLP(in_features=64, hidden=256, depth=3, num_classes=10)
+    return [tuple(p.shape) for p in model.parameters()]

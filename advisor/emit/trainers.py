@@ -62,4 +62,9 @@ def trainer_config(spec: TrialSpec, trainer: str | Trainer) -> TrainerConfig:
     """The setting in the trainer's words, for its library as installed here."""
     chosen = trainer_of(trainer)
     require(chosen)
+    if spec.gpus > 1 and chosen is not Trainer.torch:  # (each trainer spreads a job its own way)
+        raise ConfigError(
+            f"emit={chosen.value} of a job on {spec.gpus} GPUs is not written yet: emit=torch "
+            "prints the lines torchrun runs"
+        )
     return EMITTERS[chosen](spec.uncapped)

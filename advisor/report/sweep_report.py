@@ -17,6 +17,7 @@ from advisor.report.terminal import (
     Phrases,
     describe_spec,
     gib,
+    job_lines,
     knobs_of,
     memory_bar,
     memory_table,
@@ -87,7 +88,7 @@ def measured_again_line(result: TrialResult, why: str) -> Phrases:
 def recommendation_report(rec: Recommendation, confirmation: TrialResult | None) -> Group:
     target = rec.target
     named = "" if target.is_budget else f"{target.name}, "
-    lines: list[Text | Table | Phrases] = [
+    lines: list[Text | Table | Phrases | Group] = [
         Phrases(
             f"target: {named}{gib(target.memory_bytes)}, ", f"keeping {target.margin:.0%} free ",
             f"(fits under {gib(target.allowed_bytes)}); ", f"{rec.considered} measured settings",
@@ -108,6 +109,18 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
             f"({gib(rec.margin_left_bytes)} left), ", f"trial {best.id}",
         )
     )  # fmt: skip
+    if best.job is not None:  # a job on several GPUs: its measured and modelled parts
+        n = best.spec.gpus
+        lines += [
+            job_lines(best, best.job),
+            Phrases(
+                "memory is a rank's, measured (NCCL's own buffers not in it); ",
+                "rates below are each job's, modelled the same way; ",
+                f"run it with torchrun --nproc_per_node={n} train.py ",
+                "(emit=torch prints the lines)",
+                style="grey50",
+            ),
+        ]
     if confirmation is not None and confirmation.spec.memory_cap_bytes is not None:
         cap = gib(confirmation.spec.memory_cap_bytes)
         how = (

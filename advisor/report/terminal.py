@@ -12,8 +12,10 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from advisor.communication import carried_bytes
 from advisor.result import (
     Category,
+    JobStep,
     Kind,
     Memory,
     Status,
@@ -134,7 +136,8 @@ def trial_report(result: TrialResult, device_memory: int | None) -> Group:
     if result.spec.gpus > 1:  # (what the fake process group shows, and what it does not)
         ranks = [Text(
             f"one rank of {result.spec.gpus}, on torch's fake process group: its memory and "
-            "compute; no communication was made, and none is in the rate", style="grey50",
+            "compute; no communication was made, and none is in the rate (the job's step, "
+            "with it modelled, follows)", style="grey50",
         )]  # fmt: skip
     return Group(
         title,
@@ -266,6 +269,34 @@ def _throughput_lines(result: TrialResult) -> Group:
         lines.append(Text(f"noisy: the rate is known to ±{known:.0%} only; trust it no better",
                           "yellow"))  # fmt: skip
     return Group(*lines)
+
+
+def job_lines(result: TrialResult, job: JobStep | str | None) -> Group:
+    """The whole job's step modelled from a rank's trial (communication.py), each figure said
+    as measured or modelled; or why it is not modelled."""
+    if job is None:
+        return Group()
+    if isinstance(job, str):
+        return Group(Text(f"the job's step is not modelled: {job}", style="yellow"))
+    t = result.throughput
+    assert t is not None
+    carried = [f"{kind.value.replace('_', '-')} {gib(nbytes)}"
+               for kind, nbytes in (carried_bytes(t) or {}).items() if nbytes]  # fmt: skip
+    ms = 1e3
+    return Group(
+        Phrases(
+            f"the job on {result.spec.gpus} GPUs: {job.samples_per_s:,.1f} samples/s, ",
+            f"step {job.step_s * ms:.2f} ms (modelled) = ",
+            f"compute {job.compute_s * ms:.2f} ms (measured {job.measured_s * ms:.2f}, ",
+            f"less the fake group's copies {job.local_copies_s * ms:.2f}) ",
+            f"+ communication not hidden {job.exposed_s * ms:.2f} ms ",
+            f"(of {job.communication_s * ms:.2f} on the wire: ",
+            f"{', '.join(carried)} a step, in {t.collectives} collective"
+            + ("s)" if t.collectives != 1 else ")"),
+            style="bold",
+        ),
+        Phrases(f"modelled: {job.how}", style="grey50"),
+    )
 
 
 def _share(value: int | None, total: int | None) -> str:

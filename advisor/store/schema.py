@@ -30,7 +30,7 @@ BUSY_TIMEOUT_S = 5.0  # how long a SQLite writer waits for another's lock before
 _SCHEMA_LOCK = 0x61647669  # "advi"
 # The newest migration in MIGRATIONS (a test holds them equal). A database at it is opened
 # without importing alembic, which takes 100-200 ms: most of what `advisor history` waited for.
-HEAD = "0011"
+HEAD = "0012"
 ADVISORS = {"alembic_version", "trials"}  # the tables that make a database advisor's
 READ_ELSEWHERE = "measure a trial first, or name advisor's database with db_url="
 # A trial is measured only where the SQLite file's disk has this much free: a trial's write

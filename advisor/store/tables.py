@@ -116,6 +116,13 @@ class TrialRow(Base):
     # model; 1 and NULL for one GPU
     gpus: Mapped[int] = mapped_column(server_default="1")
     strategy: Mapped[str | None] = mapped_column(String(20))
+    # since 0012 (None before, and on one GPU): the bytes rank 0's collectives carried in a
+    # step, by kind, how many ran and the largest (result.Throughput)
+    all_reduce_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    all_gather_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    reduce_scatter_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    collectives: Mapped[int | None]
+    largest_collective_bytes: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class SweepRow(Base):

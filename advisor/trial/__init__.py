@@ -5,6 +5,7 @@
 - worker.py      the trial's own process: its spec in, its TrialResult out
 - training.py    the workload's model, optimizer, scaler and batch built for a spec; the step
 - one_rank.py    one rank of a job on several GPUs (DDP, FSDP2) on torch's fake process group
+- collectives.py Collectives: the bytes a rank's all-reduces, gathers and scatters carry in a step
 - measure.py     measure: warm-up, timed steps and memory by category, for one spec
 - device_memory.py the allocator's counters (CUDA) or every storage counted (CPU); step phases
 - timing.py      MeasureConfig, timed steps until the median is known; FLOPs of a step

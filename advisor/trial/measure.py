@@ -8,6 +8,8 @@ Runs inside the worker process (it initialises CUDA). The protocol (DESIGN.md):
   clear that the spec cannot beat the best so far;
 - where the seconds went: building, the first step (compilation, cuDNN's benchmark), the other
   warm-up steps, timing; and how busy the machine was with other work while it timed;
+- one rank of a job on several GPUs: what its collectives carried in the second step (the
+  first whose buckets DDP has settled), recorded outside the timed steps;
 - every figure in int bytes and float seconds.
 How memory is counted is device_memory.py's; how steps are timed, timing.py's; what an OOM
 is, out_of_memory.py's.
@@ -91,6 +93,12 @@ def measure(
             marks.restart_peak()
             on_phase("warm-up")
             warmup_steps = 1
+            communication = {}
+            if training.collectives is not None:  # one rank of several GPUs: a step's bytes
+                with training.collectives.recording():
+                    skipped = warmup_step(training, marks)
+                warmup_steps += 1
+                communication = training.collectives.figures()
             while warmup_steps < max(settings.warmup_steps, 3) or (
                 skipped and warmup_steps < MAX_WARMUP_STEPS
             ):
@@ -164,5 +172,6 @@ def measure(
         warmup_s=warmup_s,
         timing_s=timing_s,
         machine_load=machine_load,
+        **communication,
     )
     return mem, throughput

@@ -10,14 +10,15 @@ state in shards of 1/N and gathers a block's parameters as it runs.
 """
 
 # (no `from __future__ import annotations`: DDP reads the hook's annotations as objects)
-from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
+from advisor.communication import Collective
 from advisor.errors import WorkloadError
 from advisor.spec import Strategy, TrialSpec
+from advisor.trial.collectives import Collectives
 
 FAKE = "fake"  # torch's process-group backend that communicates nothing
 
@@ -31,9 +32,12 @@ def join(spec: TrialSpec) -> None:
     dist.init_process_group(FAKE, rank=0, world_size=spec.gpus, store=dist.HashStore())
 
 
-def spread(model: nn.Module, spec: TrialSpec, device: torch.device) -> nn.Module:
+def spread(
+    model: nn.Module, spec: TrialSpec, device: torch.device, collectives: Collectives
+) -> nn.Module:
     """The model as one rank of spec.gpus holds it under spec.strategy; build the optimizer
-    after this (FSDP2 replaces the parameters with their shards)."""
+    after this (FSDP2 replaces the parameters with their shards). DDP's buckets are told to
+    `collectives` (FSDP2's collectives, c10d's ops, it sees as a dispatch mode)."""
     join(spec)
     if spec.strategy is Strategy.ddp:
         from torch.nn.parallel import DistributedDataParallel
@@ -42,7 +46,7 @@ def spread(model: nn.Module, spec: TrialSpec, device: torch.device) -> nn.Module
         wrapped = DistributedDataParallel(model, device_ids=ids)
         # the fake work's future carries None, on which DDP's backward fails: a hook that
         # hands back the bucket as it is (the local gradient, as the fake all-reduce leaves it)
-        wrapped.register_comm_hook(None, _bucket_as_it_is)
+        wrapped.register_comm_hook(collectives, _bucket_as_it_is)
         return wrapped
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
@@ -60,7 +64,11 @@ def spread(model: nn.Module, spec: TrialSpec, device: torch.device) -> nn.Module
     return model
 
 
-def _bucket_as_it_is(state: Any, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+def _bucket_as_it_is(
+    collectives: Collectives, bucket: dist.GradBucket
+) -> torch.futures.Future[torch.Tensor]:
+    buffer = bucket.buffer()
+    collectives.add(Collective.all_reduce, buffer.numel() * buffer.element_size())
     future: torch.futures.Future[torch.Tensor] = torch.futures.Future()
-    future.set_result(bucket.buffer())
+    future.set_result(buffer)
     return future

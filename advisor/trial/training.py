@@ -23,6 +23,7 @@ from advisor.errors import WorkloadError, error_line
 from advisor.result import Phase
 from advisor.spec import Checkpointing, Precision, TrialSpec, WorkloadSpec
 from advisor.trial import one_rank
+from advisor.trial.collectives import Collectives
 from advisor.workload import Workload
 
 
@@ -34,6 +35,10 @@ class Training:
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler  # disabled (a no-op) unless precision is fp16
     batch: Any  # one micro batch, reused by every micro step
+    # one rank of a job on several GPUs: what its collectives carry (recorded in one step)
+    collectives: Collectives | None = None
+    # DDP's no_sync: the micro batches before an optimizer step's last all-reduce nothing
+    no_sync: Callable[[], contextlib.AbstractContextManager[Any]] | None = None
 
     def autocast(self) -> contextlib.AbstractContextManager[None]:
         """Autocast for bf16 and fp16; nothing for the fp32 precisions (see set_precision_flags)."""
@@ -50,13 +55,15 @@ def _no_mark(phase: Phase) -> None:
 def train_step(t: Training, mark: Callable[[Phase], None] = _no_mark) -> None:
     """One optimizer step over grad_accum micro batches; mark(phase) is called as each begins."""
     accum = t.spec.grad_accum
-    for _ in range(accum):
-        mark(Phase.forward)
-        with t.autocast():
-            loss = t.workload.compute_loss(t.model, t.batch) / accum
-        mark(Phase.backward)
-        t.scaler.scale(loss).backward()
-        del loss
+    for micro in range(accum):
+        last = micro == accum - 1
+        with contextlib.nullcontext() if last or t.no_sync is None else t.no_sync():
+            mark(Phase.forward)
+            with t.autocast():
+                loss = t.workload.compute_loss(t.model, t.batch) / accum
+            mark(Phase.backward)
+            t.scaler.scale(loss).backward()
+            del loss
     mark(Phase.optimizer)
     t.scaler.step(t.optimizer)
     t.scaler.update()
@@ -71,14 +78,17 @@ def build(spec: TrialSpec, device: torch.device) -> Training:
         model = model.to(memory_format=torch.channels_last)
     if spec.checkpointing is Checkpointing.blocks:
         checkpoint_blocks(model, spec.model.block or "")
+    collectives = no_sync = None
     if spec.gpus > 1:  # one rank of the job's, on the fake process group
-        model = one_rank.spread(model, spec, device)
+        collectives = Collectives()
+        model = one_rank.spread(model, spec, device, collectives)
+        no_sync = getattr(model, "no_sync", None)  # (DDP's; FSDP2 reduce-scatters each one)
     optimizer = _optimizer(spec, model)
     if spec.compile:
         model = torch.compile(model)  # type: ignore[assignment]
     batch = device_batch(work, spec, device)
     scaler = torch.amp.GradScaler(device.type, enabled=spec.precision is Precision.fp16)
-    return Training(spec, work, model, optimizer, scaler, batch)
+    return Training(spec, work, model, optimizer, scaler, batch, collectives, no_sync)
 
 
 def _optimizer(spec: TrialSpec, model: nn.Module) -> torch.optim.Optimizer:

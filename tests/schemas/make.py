@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 from advisor.store.schema import MIGRATIONS  # noqa: E402
 
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011")
 MODEL_NODE = {  # a spec's model as schemas 0001 and 0002 stored it
     "block": "Bottleneck",
     "builder": '{"_target_":"torchvision.models.resnet50"}',

@@ -70,6 +70,8 @@ def test_a_database_of_an_earlier_schema_upgrades_with_its_rows_intact(revision,
     assert ok.memory_snapshot is None  # none before 0007
     assert ok.throughput.machine_load is None  # unknown before 0009
     assert {(r.kind, r.follows) for r in (ok, oom, crashed)} == {(Kind.measured, None)}  # 0010
+    assert ok.spec.gpus == 1 and ok.spec.strategy is None  # one GPU before 0011
+    assert ok.throughput.collectives is None and ok.throughput.all_gather_bytes is None  # 0012
     if revision >= "0002":
         assert [(r.id, reused) for r, reused in store.sweep_trials(1)] == [
             (1, False), (2, False), (3, False)

@@ -59,6 +59,44 @@ def test_fsdp_and_ddp_ranks_hold_their_shares_to_the_byte():
     assert describe_spec(fsdp.spec) == "tiny_mlp on rank 0 of 4 cpu: fsdp, batch 16, default, adamw"
 
 
+def test_a_ranks_collectives_are_recorded_by_the_bytes_they_carry():
+    """What each collective of a step carried, as the step ran: FSDP2 reduce-scatters every
+    group's padded gradients each micro batch and gathers each block twice (forward, and again
+    for backward) and the root once (kept from forward to backward); DDP all-reduces the
+    gradients once a step, its earlier micro batches under no_sync."""
+    trials = {
+        (strategy, accum): run_trial(
+            spec_of(
+                "model=tiny_mlp",
+                "batch_size=16",
+                "gpus=4",
+                f"strategy={strategy}",
+                f"grad_accum={accum}",
+            ),
+            FAST,
+            timeout_s=120,
+        )  # fmt: skip
+        for strategy in ("fsdp", "ddp")
+        for accum in (1, 2)
+    }
+    assert {r.status for r in trials.values()} == {Status.ok}
+    padded = 4 * rank0_bytes(4)  # every group's unsharded, padded parameters
+    # the root's: the stem, 256 x 64 and 256, and the head, 10 x 256 and 10, padded to 12 rows
+    root = FLOAT * (256 * 64 + 256 + 12 * 256 + 12)
+    for accum in (1, 2):
+        t = trials["fsdp", accum].throughput
+        assert (t.all_reduce_bytes, t.reduce_scatter_bytes) == (0, accum * padded)
+        assert t.all_gather_bytes == accum * (root + 2 * (padded - root))
+        assert t.largest_collective_bytes == (padded - root) // 3  # one of the 3 blocks
+        assert t.collectives == accum * (4 + 7)  # 4 reduce-scatters, 7 gathers a micro batch
+        d = trials["ddp", accum].throughput
+        whole = rank0_bytes(1)
+        assert (d.all_reduce_bytes, d.all_gather_bytes, d.reduce_scatter_bytes) == (whole, 0, 0)
+        assert (d.collectives, d.largest_collective_bytes) == (1, whole)  # one bucket: < 25 MiB
+    one = run_trial(spec_of("model=tiny_mlp", "batch_size=16"), FAST, timeout_s=120)
+    assert one.throughput.collectives is None  # (one GPU: nothing to record)
+
+
 def test_one_gpus_spec_is_as_it_was_and_bad_ranks_are_one_line():
     spec = spec_of("model=tiny_mlp")
     assert "gpus" not in spec.to_dict() and spec.gpus == 1 and spec.strategy is None
@@ -69,7 +107,7 @@ def test_one_gpus_spec_is_as_it_was_and_bad_ranks_are_one_line():
         spec_of("model=tiny_mlp", "strategy=fsdp")
     with pytest.raises(ConfigError, match="strategy=fsdp shards each of the model's blocks"):
         spec_of("model=tiny_mlp", "gpus=2", "strategy=fsdp", "model.block=null")
-    for verb in (advisor.estimate, advisor.recommend, advisor.sweep):
+    for verb in (advisor.estimate, advisor.sweep):  # (recommend: tests/test_communication.py)
         with pytest.raises(ConfigError, match="answers for one GPU only, so far"):
             verb("tiny_mlp", device="cpu", gpus=4, gpu={"memory": "64MiB"})
 
