@@ -13,8 +13,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from advisor.config import Config
 from advisor.errors import WorkloadError
+from advisor.settings import Config
 from advisor.workload import Workload
 
 # A workload as the Python API takes it: a bundled model's name ("resnet50"), a source

@@ -13,6 +13,7 @@ import typer
 from rich.text import Text
 
 from advisor import extras
+from advisor.communication import modelled
 from advisor.console import (
     JsonFlag,
     Overrides,
@@ -73,6 +74,8 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       torch's fake process group: the rank's memory and compute, measured;
       the job's step, its communication modelled over gpu=NAME's link, or
       gpu.intra_node_busbw=GB/s gpu.inter_node_busbw=GB/s: nccl-tests' busbw)
+      FSDP2's knobs: fsdp.reshard_after_forward=true|false
+      fsdp.param_dtype=bf16|fp16|fp32 fsdp.reduce_dtype=bf16|fp16|fp32
     Exit status: 0 when measured (an OOM is a measurement), 1 if the trial
       crashed or timed out, or the database cannot be opened or written (one
       measured then waits in the spool, or is printed), 2 for a setting or
@@ -89,7 +92,8 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         with err.status(Text(f"measuring {terminal.describe_spec(spec)}")):
             result = verbs.measure(spec, cfg)
     device_memory = result.environment.device_memory_bytes if result.environment else None
-    job = verbs.job_step(result, cfg)
+    ran_on = result.environment.device_name if result.environment else None
+    job = modelled(result.spec, result.throughput, cfg.gpu, cfg.nodes, ran_on)
     if as_json:
         shown = result.to_dict()
         if isinstance(job, str):  # (a rank's: the job's step, modelled, or why it is not)
@@ -138,6 +142,10 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       SQLite database (plots/) unless plot=FILE.png names it.
     emit=hf|lightning|accelerate|torch prints the answer as that trainer's
       configuration, ready to save (the report goes to stderr); --json adds it.
+    A job on several GPUs: gpus=N (nodes=M) measures one rank of each setting,
+      space.strategy=[ddp,fsdp] searched, and ranks each by its job's step
+      (communication modelled over gpu=NAME's link, or gpu.intra_node_busbw=
+      GB/s); effective_batch_size counts all N; emit=torch prints the lines.
     """
     trainer, given = _emit_option(overrides or [])
     from advisor import verbs

@@ -43,6 +43,14 @@ class Strategy(enum.Enum):
     # optimizer state in shards of 1/N, parameters gathered a block at a time
 
 
+class ShardDtype(enum.Enum):
+    """A dtype FSDP2's mixed-precision policy gathers parameters or reduces gradients in."""
+
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp32 = "fp32"
+
+
 class Device(enum.Enum):
     cuda = "cuda"
     cpu = "cpu"
@@ -124,6 +132,12 @@ class TrialSpec:
     # torch's fake process group (trial/one_rank.py); batch_size and grad_accum are a rank's
     gpus: int = 1
     strategy: Strategy | None = None  # how the ranks share the model; None on one GPU
+    # FSDP2's knobs (strategy=fsdp): free a block's gathered parameters after its forward
+    # (gathered again for backward), and the dtypes its mixed-precision policy gathers
+    # parameters and reduces gradients in (None: the parameters' own)
+    reshard_after_forward: bool = True
+    param_dtype: ShardDtype | None = None
+    reduce_dtype: ShardDtype | None = None
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "grad_accum"):
@@ -134,12 +148,25 @@ class TrialSpec:
             raise ConfigError(f"memory_cap must be positive, got {self.memory_cap_bytes!r}")
         if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
             raise ConfigError(f"gpus must be a positive integer, got {self.gpus!r}")
+        knobs = self.fsdp_knobs()
+        if knobs and self.strategy is not Strategy.fsdp:
+            raise ConfigError(f"fsdp.{next(iter(knobs))} is FSDP2's: give strategy=fsdp too")
         if (self.gpus > 1) != (self.strategy is not None):
             raise ConfigError(
                 f"gpus={self.gpus} takes strategy=ddp or strategy=fsdp"
                 if self.gpus > 1
                 else "strategy= spreads a job over several GPUs: give gpus=N too"
             )
+
+    def fsdp_knobs(self) -> dict[str, Any]:
+        """FSDP2's knobs that are not its defaults, by name (as the spec's JSON has them)."""
+        given = {
+            "reshard_after_forward": self.reshard_after_forward,
+            "param_dtype": self.param_dtype,
+            "reduce_dtype": self.reduce_dtype,
+        }
+        defaults = {"reshard_after_forward": True, "param_dtype": None, "reduce_dtype": None}
+        return {k: plain(v) for k, v in given.items() if v != defaults[k]}
 
     @property
     def effective_batch_size(self) -> int:
@@ -156,11 +183,14 @@ class TrialSpec:
         return dataclasses.replace(self, memory_cap_bytes=None)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field; on one GPU without gpus and strategy, so that a spec stored before
-        they were keeps its hash."""
+        """Every field; on one GPU without gpus and strategy, and FSDP2's knobs only where not
+        its defaults, so that a spec stored before they were keeps its hash."""
         data = plain(dataclasses.asdict(self))
         if self.gpus == 1:
             del data["gpus"], data["strategy"]
+        for knob in ("reshard_after_forward", "param_dtype", "reduce_dtype"):
+            if knob not in self.fsdp_knobs():  # (FSDP2's defaults: a hash as before them)
+                del data[knob]
         return data
 
     def to_json(self) -> str:
@@ -193,6 +223,9 @@ class TrialSpec:
             memory_cap_bytes=data.get("memory_cap_bytes"),
             gpus=data.get("gpus", 1),
             strategy=Strategy(data["strategy"]) if data.get("strategy") else None,
+            reshard_after_forward=data.get("reshard_after_forward", True),
+            param_dtype=ShardDtype(data["param_dtype"]) if data.get("param_dtype") else None,
+            reduce_dtype=ShardDtype(data["reduce_dtype"]) if data.get("reduce_dtype") else None,
         )
 
     @classmethod

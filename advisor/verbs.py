@@ -31,7 +31,7 @@ from advisor.recommendation import (
     disagreement,
 )
 from advisor.recommendation import recommend as recommend_from
-from advisor.result import JobStep, Status, TrialResult
+from advisor.result import Status, TrialResult
 from advisor.search import study
 from advisor.search.answer import NEAR, Answer, LoadCheck, time_to
 from advisor.search.backend import WorkerBackend, local_device, worker_slots
@@ -43,6 +43,7 @@ from advisor.spec import Device, TrialSpec
 from advisor.store.sharing import SharedSweep
 from advisor.store.store import Store, existing, study_url
 from advisor.store.sweeps import Sweep
+from advisor.store.trial_filter import TrialFilter
 from advisor.target import Target, target_for, trial_cap
 from advisor.trial.runner import run_trial
 from advisor.trial.timing import MeasureConfig
@@ -83,13 +84,6 @@ def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
     return store.add(measured)
 
 
-def job_step(result: TrialResult, cfg: DictConfig) -> JobStep | str | None:
-    """The whole job's step modelled from a rank's trial over cfg's gpu and nodes, or why it
-    is not (communication.py); None on one GPU."""
-    device = result.environment.device_name if result.environment else None
-    return communication.modelled(result.spec, result.throughput, cfg.gpu, cfg.nodes, device)
-
-
 def _one_trial_only(cfg: DictConfig, verb: str) -> None:
     """memory_snapshot= is a measured trial's: said, not ignored, by the other verbs; and
     they answer for one GPU."""
@@ -107,13 +101,13 @@ def _measures_one(cfg: DictConfig, verb: str) -> None:
 
 
 def _one_gpu_only(cfg: DictConfig, verb: str) -> None:
-    """gpus= is measured by run alone so far: the other verbs answer for one GPU, and say so
-    rather than answer for one while asked for several."""
+    """estimate answers for one GPU so far, and says so rather than answer for one while
+    asked for several."""
     if cfg.gpus != 1 or cfg.nodes != 1:
         given = f"gpus={cfg.gpus}" + (f" nodes={cfg.nodes}" if cfg.nodes != 1 else "")
         raise ConfigError(
-            f"{given}: advisor run measures one rank of a job on several GPUs; {verb} "
-            "answers for one GPU only, so far"
+            f"{given}: {verb} answers for one GPU only, so far; advisor run, sweep and "
+            "recommend take a job on several"
         )
 
 
@@ -261,6 +255,12 @@ class SweepPlan:
     space: Space
     slots: list[str | None]  # the workers' devices (CUDA_VISIBLE_DEVICES entries)
     arguments: tuple[str, ...]  # what was given, as KEY=VALUE overrides, sorted
+    # a job on several GPUs: the link its communication is modelled over (communication.py)
+    link: communication.Interconnect | None = None
+
+    def seen(self, result: TrialResult) -> TrialResult:
+        """A measurement as the search ranks it: a rank's as its whole job."""
+        return result if self.link is None else communication.as_job(result, self.link)
 
 
 def plan(
@@ -283,7 +283,11 @@ def plan(
         cfg.effective_batch_size, target.memory_bytes,
     )  # fmt: skip
     slots = worker_slots(str(cfg.workers), base.device)
-    return SweepPlan(cfg, base, target, cap, space, slots, searched_arguments(named))
+    link = None
+    if base.gpus > 1:  # ranked by the job's step: a link to model it over, before anything runs
+        name = local.name if local else None
+        link = communication.interconnect(cfg.gpu, base.gpus, cfg.nodes, name)
+    return SweepPlan(cfg, base, target, cap, space, slots, searched_arguments(named), link)
 
 
 # Arguments that say where results go, not what is searched: never stored with a sweep (a
@@ -309,10 +313,11 @@ def sweep(
     events = events or SweepEvents()
     planned = plan(workload, overrides, **settings)
     cfg, base, target, cap = planned.cfg, planned.baseline, planned.target, planned.cap
-    space, slots = planned.space, planned.slots
-    _one_trial_only(cfg, "sweep")
+    space, slots, seen = planned.space, planned.slots, planned.seen
+    _measures_one(cfg, "sweep")
     device_name, torch_version = local_device(base.device)
-    key = study.sweep_key(space, target, device_name, torch_version)
+    link = planned.link.says if planned.link else None
+    key = study.sweep_key(space, target, device_name, torch_version, link)
     name = study.study_name(base.model.name, target, key)
     optuna_study = study.open_study(cfg.study_db_url or study_url(), key, name)  # before any row
     store = Store(cfg.db_url)
@@ -325,9 +330,11 @@ def sweep(
     backend = WorkerBackend(
         store, MeasureConfig(**cfg.measure), cfg.timeout_s, device_name, torch_version,
         gpus=slots, compile_cache=store.compile_cache(), on_phase=events.phase, sweep_id=sweep_id,
+        seen_as=seen,
     )  # fmt: skip
     used = store.sweep_trials(sweep_id)
-    earlier = store.sweep_trials(sweep_id, repeats=False)  # the search's; the answer's go below
+    # the search's (as it ranks them); the answer's go below
+    earlier = [(seen(r), reused) for r, reused in store.sweep_trials(sweep_id, repeats=False)]
     taken_up = study.resumed(record, optuna_study.study_name, len(used), planned.arguments)
     events.started(
         sweep_id,
@@ -336,7 +343,8 @@ def sweep(
         taken_up,
         len(slots),
     )
-    history = store.trials(model=base.model.name)
+    history = [seen(r) for r in store.trials(model=base.model.name,
+                                             where=TrialFilter(gpus=base.gpus))]  # fmt: skip
     # the same command running elsewhere (another GPU, another host) joins this sweep
     with contextlib.closing(SharedSweep(store, sweep_id)) as others:
         sweeper = Sweeper(
@@ -346,7 +354,7 @@ def sweep(
             optuna_study,
             on_step=events.step,
             on_result=lambda result, reused: store.link(sweep_id, result.id or 0, reused),
-            estimate=Estimator(history),
+            estimate=Estimator(history) if base.gpus == 1 else None,  # (one GPU's estimate)
             on_measuring=events.measuring,
             others=others,
         )
@@ -360,13 +368,13 @@ def sweep(
         # recommended from the space asked for (the baseline may lie outside it), with what
         # earlier runs' answers measured again (their runners-up' newer rates among them)
         searched = {r.id for r in sweeper.results.values()}
-        again = [r for r, _ in used if r.id not in searched and r.status is Status.ok]
+        again = [seen(r) for r, _ in used if r.id not in searched and r.status is Status.ok]
         results = [
             r for r in [*sweeper.results.values(), *again] if space.params(r.spec) is not None
         ]
         answer = Answer(
             store, backend, events.measuring, cap, device_name, torch_version, others,
-            on_measured=events.measured_again,
+            on_measured=events.measured_again, seen=seen,
         )  # fmt: skip
         measured = baseline.result is not None and baseline.result.status is Status.ok
         rec, results = answer.settle(

@@ -22,6 +22,7 @@ LAYERS = (
     "store",  # the results database
     "trial",  # one setting measured, in its own process
     "optimizers",  # the bundled optimizers (conf/optimizer)
+    "settings",  # the schema of the settings (conf/config.yaml)
     "config",  # Hydra: settings composed into specs
     "arguments",  # the Python API's arguments as settings
     "estimation",  # memory without a GPU

@@ -166,3 +166,33 @@ def test_a_trainer_that_does_not_spread_a_job_yet_is_one_line():
     spec = spec_of("model=tiny_mlp", "gpus=2")
     with pytest.raises(ConfigError, match="^emit=hf of a job on 2 GPUs is not written yet: emit"):
         trainer_config(spec, "hf")
+
+
+def test_a_sweep_of_a_job_searches_its_strategy_and_ranks_by_the_jobs_step(db_url, tmp_path):
+    """sweep gpus=N: one rank of each setting measured, each ranked as its whole job over the
+    link; the answer says what is modelled and prints the torchrun lines; a global batch the
+    GPUs cannot share evenly is one line before anything runs."""
+    sweep = ["sweep", "model=tiny_mlp", "device=cpu", "gpu.memory=64MiB", "gpus=2",
+             "gpu.intra_node_busbw=0.01", "trials=4", "space.batch_sizes=[64,256]",
+             "space.precision=[fp32]", "space.compile=[false]", "space.optimizers=[adamw]",
+             f"study_db_url=sqlite:///{tmp_path / 'optuna.sqlite'}", *FAST_OVERRIDES]  # fmt: skip
+    ran = command(*sweep, "--json", db_url=db_url)
+    assert ran.returncode == 0, ran.stderr
+    answer = json.loads(ran.stdout)
+    best = answer["recommendation"]
+    assert best["spec"]["gpus"] == 2 and best["job"]["step_s"] > best["job"]["compute_s"]
+    assert best["throughput"]["samples_per_s"] == pytest.approx(best["job"]["samples_per_s"])
+    ranked = [best, *answer["runners_up"], *answer["pareto_front"]]
+    assert all(r["job"]["samples_per_s"] == r["throughput"]["samples_per_s"] for r in ranked)
+    assert "job " in ran.stderr and "(modelled)" in ran.stderr  # each step's rate says so
+    stored = advisor.history(model="tiny_mlp", gpus=2, db_url=db_url)
+    assert stored and all(r.job is None and r.spec.gpus == 2 for r in stored)  # the ranks'
+    assert {r.spec.strategy.value for r in stored} == {"ddp", "fsdp"}  # the strategy: an axis
+    emitted = command(*sweep, "emit=torch", db_url=db_url)  # (resumed: nothing measured)
+    assert emitted.returncode == 0 and "torchrun --nproc_per_node=2 train.py" in emitted.stdout
+    assert len(advisor.history(model="tiny_mlp", gpus=2, db_url=db_url)) == len(stored)
+    uneven = command(*sweep, "effective_batch_size=63", db_url=db_url)
+    assert uneven.returncode == 2
+    assert uneven.stderr.strip() == (
+        "advisor: effective_batch_size=63 over gpus=2 is uneven: give a multiple of 2"
+    )

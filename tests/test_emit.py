@@ -549,15 +549,26 @@ os._exit(0)
 """
 
 
-@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
-def test_torch_lines_of_a_job_on_two_ranks_train_under_torchrun(strategy, tmp_path):
+@pytest.mark.parametrize(
+    "strategy, knobs",
+    [("ddp", ()), ("fsdp", ()),
+     ("fsdp", ("fsdp.param_dtype=bf16", "fsdp.reduce_dtype=fp32",
+               "fsdp.reshard_after_forward=false"))],
+    ids=["ddp", "fsdp", "fsdp-knobs"],
+)  # fmt: skip
+def test_torch_lines_of_a_job_on_two_ranks_train_under_torchrun(strategy, knobs, tmp_path):
     """The lines run as the user runs them, under torchrun (gloo on the CPU), two processes:
     each rank trains its own samples, and afterwards both hold the same model (DDP averaged
     the gradients, its first micro batch under no_sync; FSDP2 holds half of it a rank)."""
     spec = spec_of("model=tiny_mlp", "batch_size=4", "grad_accum=2", "gpus=2",
-                   f"strategy={strategy}")  # fmt: skip
+                   f"strategy={strategy}", *knobs)  # fmt: skip
     emitted = trainer_config(spec, "torch")
     assert "torchrun --nproc_per_node=2 train.py" in emitted.text
+    if knobs:  # FSDP2's knobs, as the trial sharded it
+        assert "fully_shard(block, reshard_after_forward=False, mp_policy=policy)" in emitted.text
+        assert "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)" in (
+            emitted.text
+        )
     (tmp_path / "emitted.py").write_text(emitted.text)
     (tmp_path / "harness.py").write_text(RANKS_HARNESS)
     out = tmp_path / "ranks.json"

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from advisor.emit import lines
 from advisor.emit.lines import TrainerConfig
-from advisor.spec import Device, Precision, Strategy, TrialSpec
+from advisor.spec import Device, Precision, ShardDtype, Strategy, TrialSpec
+
+TORCH_DTYPES = {ShardDtype.bf16: "torch.bfloat16", ShardDtype.fp16: "torch.float16",
+                ShardDtype.fp32: "torch.float32"}  # fmt: skip
 
 
 def torch_config(spec: TrialSpec) -> TrainerConfig:
@@ -102,10 +105,11 @@ def launch_lines(spec: TrialSpec) -> list[str]:
 
 
 def rank_imports(spec: TrialSpec) -> list[str]:
+    policy = spec.param_dtype is not None or spec.reduce_dtype is not None
     spread = (
         "from torch.nn.parallel import DistributedDataParallel"
         if spec.strategy is Strategy.ddp
-        else "from torch.distributed.fsdp import fully_shard"
+        else f"from torch.distributed.fsdp import {'MixedPrecisionPolicy, ' * policy}fully_shard"
     )
     return ["import torch.distributed as dist", spread]
 
@@ -134,10 +138,16 @@ def spread_lines(spec: TrialSpec) -> list[str]:
         ids = "device_ids=[local_rank]" if spec.device is Device.cuda else ""
         return [f"model = DistributedDataParallel(model{', ' + ids if ids else ''})"]
     block = lines.python(spec.model.block)
+    dtypes = {"param_dtype": spec.param_dtype, "reduce_dtype": spec.reduce_dtype}
+    policy = ", ".join(f"{k}={TORCH_DTYPES[v]}" for k, v in dtypes.items() if v is not None)
+    policy_lines = [f"policy = MixedPrecisionPolicy({policy})"] if policy else []
+    given = ", mp_policy=policy" if policy else ""
+    reshard = "" if spec.reshard_after_forward else ", reshard_after_forward=False"
     return [
         "# each block sharded over the ranks, then the root (FSDP2)",
+        *policy_lines,
         f"blocks = [m for m in model.modules() if type(m).__name__ == {block}]",
         "for block in blocks:",
-        "    fully_shard(block)",
-        "fully_shard(model)",
+        f"    fully_shard(block{reshard}{given})",
+        f"fully_shard(model{given})",
     ]

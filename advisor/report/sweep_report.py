@@ -44,6 +44,8 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Phrases
         rate = f"{t.samples_per_s:,.1f}/s{rate_precision(t)}" if t else "-"
         if t is not None and t.cut:
             rate = f"{t.samples_per_s:,.1f}/s (cut: cannot beat the best)"
+        if step.result.job is not None:  # a rank's: its job's rate, communication modelled
+            rate = f"job {rate} (modelled)"
         fate = [
             f"{rate}, ",
             f"peak {gib(m.device_peak_bytes)} ({'fits' if step.feasible else 'too big'})",
@@ -73,8 +75,10 @@ def measured_again_line(result: TrialResult, why: str) -> Phrases:
     t, m = result.throughput, result.memory
     fate = [result.status.value]
     if result.status is Status.ok and t is not None and m is not None:
+        job = "job " if result.job is not None else ""
         fate = [
-            f"{t.samples_per_s:,.1f}/s{rate_precision(t)}, ",
+            f"{job}{t.samples_per_s:,.1f}/s{rate_precision(t)}"
+            + (" (modelled), " if job else ", "),
             f"peak {gib(m.device_peak_bytes)}",
         ]
         if t.machine_load is not None and t.machine_load > LOAD_NOISE:

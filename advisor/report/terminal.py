@@ -107,6 +107,12 @@ def knobs_of(s: TrialSpec) -> str:
     """A setting's knobs, without the model and device that a table of one model's trials
     names once."""
     knobs = [s.strategy.value] if s.strategy else []
+    said = {
+        "reshard_after_forward": lambda v: "no reshard after forward",
+        "param_dtype": lambda v: f"gather {v}",
+        "reduce_dtype": lambda v: f"reduce {v}",
+    }
+    knobs += [said[k](v) for k, v in s.fsdp_knobs().items()]
     knobs.append(f"batch {s.batch_size}")
     if s.grad_accum > 1:
         knobs.append(f"x{s.grad_accum} accum")

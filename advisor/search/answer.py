@@ -27,6 +27,7 @@ from advisor.search.sweeper import POLL_S
 from advisor.spec import TrialSpec
 from advisor.store.sharing import Others
 from advisor.store.store import Store
+from advisor.store.trial_filter import TrialFilter
 from advisor.target import Target
 
 NEAR = 0.02  # the time to the answer: until a setting within this of its rate was measured
@@ -68,8 +69,10 @@ class Answer:
         torch_version: str,
         others: Others,
         on_measured: Callable[[TrialResult, str], None] = lambda result, why: None,
+        # what the search sees of a stored trial (a rank's as its whole job: SweepPlan.seen)
+        seen: Callable[[TrialResult], TrialResult] = lambda result: result,
     ) -> None:
-        self.store, self.backend, self.others = store, backend, others
+        self.store, self.backend, self.others, self.seen = store, backend, others, seen
         self.on_measuring = on_measuring
         self.on_measured = on_measured  # told each measurement made here, and why
         self.cap, self.device_name, self.torch_version = cap, device_name, torch_version
@@ -209,9 +212,12 @@ class Answer:
         return again
 
     def _measurements(self, setting: TrialSpec) -> list[TrialResult]:
-        """The setting's ok trials in this environment, whatever cap, newest first."""
+        """The setting's ok trials in this environment, whatever cap, newest first (a rank's
+        as the search sees it: its whole job's)."""
         hashes = {setting.hash, dataclasses.replace(setting, memory_cap_bytes=self.cap).hash}
-        found = [r for h in hashes for r in self.store.trials(spec_hash=h, status="ok")]
+        every = TrialFilter(gpus=None)  # (the hash names the setting's GPUs)
+        found = [self.seen(r) for h in hashes
+                 for r in self.store.trials(spec_hash=h, status="ok", where=every)]  # fmt: skip
         return sorted(
             (
                 r for r in found

@@ -46,11 +46,14 @@ class WorkerBackend:
         compile_cache: Path | None = None,
         on_phase: Callable[[int, str], None] | None = None,  # (slot, phase) as it changes
         sweep_id: int | None = None,  # the sweep each result is linked to as it is stored
+        # what the search sees of a stored result (a rank's as its whole job); it as stored
+        seen_as: Callable[[TrialResult], TrialResult] | None = None,
     ) -> None:
         self.store, self.settings, self.timeout_s = store, settings, timeout_s
         self.device_name, self.torch_version = device_name, torch_version
         self.gpus, self.compile_cache, self.on_phase = list(gpus), compile_cache, on_phase
         self.sweep_id = sweep_id
+        self.seen_as = seen_as or (lambda result: result)
         self._cancel = threading.Event()
 
     def measure(
@@ -71,10 +74,11 @@ class WorkerBackend:
             compile_cache=self.compile_cache,
             cancel=self._cancel,
         )
-        return self.store.add(result, self.sweep_id, repeat)
+        return self.seen_as(self.store.add(result, self.sweep_id, repeat))
 
     def measured_before(self, spec: TrialSpec) -> TrialResult | None:
-        return self.store.measured_before(spec, self.device_name, self.torch_version)
+        found = self.store.measured_before(spec, self.device_name, self.torch_version)
+        return None if found is None else self.seen_as(found)
 
     def stop(self) -> None:
         self._cancel.set()

@@ -9,9 +9,9 @@ from collections.abc import Iterator, Sequence
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 
-from advisor.config import SpaceConfig
 from advisor.errors import ConfigError
-from advisor.spec import Checkpointing, Device, OptimizerSpec, Precision, TrialSpec
+from advisor.settings import SpaceConfig
+from advisor.spec import Checkpointing, Device, OptimizerSpec, Precision, Strategy, TrialSpec
 
 START_BATCH = 32  # the designed start's micro batch, where the space allows it
 Choice = bool | int | float | str | None  # a value Optuna can choose for an axis
@@ -23,6 +23,7 @@ PREFERRED: dict[str, list[Choice]] = {
     "channels_last": [True, False],
     "compile": [False, True],  # compiling costs minutes: try it as a change, not first
     "expandable_segments": [False, True],
+    "strategy": ["ddp", "fsdp"],  # the whole model on each rank is less to move when it fits
 }
 
 
@@ -49,6 +50,10 @@ class Space:
             "compile": list(config.compile),
             "expandable_segments": list(config.expandable_segments) if cuda else [False],
         }
+        if base.gpus > 1:  # a job on several GPUs: how it spreads the model
+            axes["strategy"] = [
+                s.value for s in config.strategy if base.model.block or s is not Strategy.fsdp
+            ]
         if not base.model.block:
             axes["checkpointing"] = [Checkpointing.none.value]
         # Nuisance axes change what fits, hardly the speed: they keep the base's value, and
@@ -66,7 +71,13 @@ class Space:
             axes["batch_size"] = batch_sizes
             axes["grad_accum"] = [base.grad_accum]  # a nuisance without a fixed effective batch
         else:
-            accum = [a for a in sorted(set(config.grad_accum)) if effective_batch_size % a == 0]
+            if effective_batch_size % base.gpus:
+                raise ConfigError(
+                    f"effective_batch_size={effective_batch_size} over gpus={base.gpus} is "
+                    f"uneven: give a multiple of {base.gpus}"
+                )
+            per_rank = effective_batch_size // base.gpus
+            accum = [a for a in sorted(set(config.grad_accum)) if per_rank % a == 0]
             if not accum:
                 raise ConfigError(
                     f"no grad_accum in {list(config.grad_accum)} divides effective_batch_size="
@@ -107,12 +118,14 @@ class Space:
         p = {**self.fixed, **params}
         accum = as_int(p["grad_accum"])
         batch = (
-            self.effective_batch_size // accum
+            self.effective_batch_size // self.base.gpus // accum
             if self.effective_batch_size is not None
             else as_int(p["batch_size"])
         )
+        strategy = p.get("strategy")
         return dataclasses.replace(
             self.optimizers[str(p["optimizer"])],
+            strategy=None if strategy is None else Strategy(strategy),
             batch_size=batch,
             grad_accum=accum,
             checkpointing=Checkpointing(p["checkpointing"]),
@@ -136,7 +149,10 @@ class Space:
             "channels_last": spec.channels_last,
             "compile": spec.compile,
             "expandable_segments": spec.expandable_segments,
+            "strategy": spec.strategy.value if spec.strategy else None,
         }
+        if spec.gpus != self.base.gpus:
+            return None
         params = {k: values[k] for k in self.distributions}
         inside = all(values[k] in choices for k, choices in self.axes.items())
         inside &= all(values[k] in choices for k, choices in self.nuisance.items())

@@ -32,9 +32,14 @@ OWNER = "advisor_owner"  # the user attr naming the process that asked for it (S
 CREATE_WAITS_S = (0.5, 2.0)  # a study storage that failed to open is tried again after these
 
 
-def sweep_key(space: Space, target: Target, device_name: str, torch_version: str) -> str:
-    """The same command on the same kind of machine gives the same key: that is how it resumes."""
+def sweep_key(
+    space: Space, target: Target, device_name: str, torch_version: str, link: str | None = None
+) -> str:
+    """The same command on the same kind of machine gives the same key: that is how it resumes.
+    A job on several GPUs: its GPUs and the link its rates are modelled over count too."""
+    job = {} if space.base.gpus == 1 else {"gpus": space.base.gpus, "link": link}
     what = {
+        **job,
         "model": [space.base.model.identity, space.base.model.versions],  # not its folder
         "device": space.base.device.value,
         "axes": space.axes,

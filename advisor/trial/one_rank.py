@@ -17,10 +17,12 @@ from torch import nn
 
 from advisor.communication import Collective
 from advisor.errors import WorkloadError
-from advisor.spec import Strategy, TrialSpec
+from advisor.spec import ShardDtype, Strategy, TrialSpec
 from advisor.trial.collectives import Collectives
 
 FAKE = "fake"  # torch's process-group backend that communicates nothing
+DTYPES = {ShardDtype.bf16: torch.bfloat16, ShardDtype.fp16: torch.float16,
+          ShardDtype.fp32: torch.float32}  # fmt: skip
 
 
 def join(spec: TrialSpec) -> None:
@@ -49,7 +51,7 @@ def spread(
         wrapped.register_comm_hook(collectives, _bucket_as_it_is)
         return wrapped
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     mesh = init_device_mesh(device.type, (spec.gpus,))
     blocks = [m for m in model.modules() if type(m).__name__ == spec.model.block]
@@ -58,10 +60,17 @@ def spread(
             f"strategy=fsdp shards each {spec.model.block}, and {spec.model.name} has none: "
             "name its block class with block= (or model.block=)"
         )
+    policy = MixedPrecisionPolicy(param_dtype=_dtype(spec.param_dtype),
+                                  reduce_dtype=_dtype(spec.reduce_dtype))  # fmt: skip
     for block in blocks:
-        fully_shard(block, mesh=mesh)
-    fully_shard(model, mesh=mesh)
+        fully_shard(block, mesh=mesh, reshard_after_forward=spec.reshard_after_forward,
+                    mp_policy=policy)  # fmt: skip
+    fully_shard(model, mesh=mesh, mp_policy=policy)
     return model
+
+
+def _dtype(given: ShardDtype | None) -> torch.dtype | None:
+    return None if given is None else DTYPES[given]
 
 
 def _bucket_as_it_is(

@@ -16,7 +16,7 @@ from advisor.errors import ConfigError, WorkloadError
 from advisor.models import TinyMLP
 from advisor.report.terminal import describe_spec
 from advisor.result import Status
-from advisor.spec import Strategy
+from advisor.spec import Strategy, TrialSpec
 from advisor.store.store import Store
 from advisor.store.transfer import import_into
 from advisor.store.trial_filter import TrialFilter
@@ -97,6 +97,40 @@ def test_a_ranks_collectives_are_recorded_by_the_bytes_they_carry():
     assert one.throughput.collectives is None  # (one GPU: nothing to record)
 
 
+def test_fsdp2s_knobs_change_what_its_collectives_carry():
+    """reshard_after_forward=false gathers each block once a step (kept for backward); a
+    policy's param_dtype=bf16 gathers half the bytes, and reduces in it too unless
+    reduce_dtype says otherwise. The knobs are part of the spec (its hash, its words); at
+    FSDP2's defaults a spec is as it was."""
+    base = ("model=tiny_mlp", "batch_size=16", "gpus=4", "strategy=fsdp")
+    padded = 4 * rank0_bytes(4)
+    carried = {}
+    for knobs in ((), ("fsdp.reshard_after_forward=false",), ("fsdp.param_dtype=bf16",),
+                  ("fsdp.param_dtype=bf16", "fsdp.reduce_dtype=fp32")):  # fmt: skip
+        result = run_trial(spec_of(*base, *knobs), FAST, timeout_s=120)
+        assert result.status is Status.ok, result.failure
+        t = result.throughput
+        carried[knobs] = (t.all_gather_bytes, t.reduce_scatter_bytes)
+    gathered_twice = carried[()][0]
+    assert carried[("fsdp.reshard_after_forward=false",)] == (padded, padded)
+    assert carried[("fsdp.param_dtype=bf16",)] == (gathered_twice // 2, padded // 2)
+    assert carried[("fsdp.param_dtype=bf16", "fsdp.reduce_dtype=fp32")] == (
+        gathered_twice // 2, padded
+    )  # fmt: skip
+    plain = spec_of(*base)
+    assert spec_of(*base, "fsdp.reshard_after_forward=true").hash == plain.hash
+    assert "reshard_after_forward" not in plain.to_dict()
+    knobbed = spec_of(*base, "fsdp.param_dtype=bf16", "fsdp.reshard_after_forward=false")
+    assert knobbed.hash != plain.hash
+    assert TrialSpec.from_json(knobbed.to_json()) == knobbed
+    assert describe_spec(knobbed) == (
+        "tiny_mlp on rank 0 of 4 cpu: fsdp, no reshard after forward, gather bf16, batch 16, "
+        "default, adamw"
+    )
+    with pytest.raises(ConfigError, match="^fsdp.param_dtype is FSDP2's: give strategy=fsdp"):
+        spec_of("model=tiny_mlp", "gpus=4", "fsdp.param_dtype=bf16")
+
+
 def test_one_gpus_spec_is_as_it_was_and_bad_ranks_are_one_line():
     spec = spec_of("model=tiny_mlp")
     assert "gpus" not in spec.to_dict() and spec.gpus == 1 and spec.strategy is None
@@ -107,9 +141,9 @@ def test_one_gpus_spec_is_as_it_was_and_bad_ranks_are_one_line():
         spec_of("model=tiny_mlp", "strategy=fsdp")
     with pytest.raises(ConfigError, match="strategy=fsdp shards each of the model's blocks"):
         spec_of("model=tiny_mlp", "gpus=2", "strategy=fsdp", "model.block=null")
-    for verb in (advisor.estimate, advisor.sweep):  # (recommend: tests/test_communication.py)
-        with pytest.raises(ConfigError, match="answers for one GPU only, so far"):
-            verb("tiny_mlp", device="cpu", gpus=4, gpu={"memory": "64MiB"})
+    # (sweep and recommend answer for a job: tests/test_communication.py)
+    with pytest.raises(ConfigError, match="estimate answers for one GPU only, so far"):
+        advisor.estimate("tiny_mlp", device="cpu", gpus=4, gpu={"memory": "64MiB"})
 
 
 def test_a_ranks_trial_is_imported_and_fsdp_without_its_block_is_one_line(db_url, tmp_path):
