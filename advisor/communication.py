@@ -224,3 +224,16 @@ def jobs_of(
     by, and is left out."""
     jobs = [as_job(r, link) for r in ranks if strategy in (None, r.spec.strategy)]
     return [j for j in jobs if j.job is not None]
+
+
+def as_followed(followed: TrialResult, run: TrialResult) -> TrialResult:
+    """The prediction a training run is held to: a rank's trial as its whole job, over the link
+    of the GPUs the run ran on (their profile's, within a node); the trial as it is where that
+    link has no published figure, or on one GPU."""
+    if followed.spec.gpus == 1 or run.environment is None:
+        return followed
+    try:
+        link = interconnect({}, followed.spec.gpus, 1, run.environment.device_name)
+    except ConfigError:
+        return followed
+    return as_job(followed, link)

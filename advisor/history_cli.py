@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from advisor import extras, queries
+from advisor.communication import as_followed
 from advisor.console import JsonFlag, Overrides, err, fail, only_db_url, out
 from advisor.report import tables
 from advisor.result import TrialResult
@@ -122,6 +123,8 @@ def show(trial_id: str, options: Overrides = None, as_json: JsonFlag = False) ->
         print(json.dumps(result.to_dict(), indent=2))
         return
     followed = store.get(result.follows) if result.follows is not None else None
+    if followed is not None:  # (a rank's: held to as its whole job)
+        followed = as_followed(followed, result)
     out.print(tables.trial_view(result, followed))
 
 
@@ -145,6 +148,8 @@ def compare(ids: Overrides = None, as_json: JsonFlag = False) -> None:
         fail(f"no trial {', '.join(missing)} in {schema.shown(store.url)}; advisor history "
              "lists the stored ones")  # fmt: skip
     found = [r for r in results if r is not None]
+    runs = {r.follows: r for r in found if r.follows is not None}
+    found = [as_followed(r, runs[r.id]) if r.id in runs else r for r in found]
     if as_json:
         print(json.dumps([r.to_dict() for r in found], indent=2))
     else:

@@ -18,7 +18,8 @@ from advisor import communication, config
 from advisor.communication import Interconnect, interconnect, job_step
 from advisor.emit.trainers import trainer_config
 from advisor.errors import ConfigError
-from advisor.result import Throughput
+from advisor.report import tables
+from advisor.result import Environment, Kind, Status, Throughput, TrialResult
 
 FAST_MEASURE = {"min_timed_steps": 3, "max_timed_steps": 5, "max_timed_s": 2}
 LINK = Interconnect(busbw=100e9, memory_bandwidth=None, says="a 100 GB/s link")
@@ -196,3 +197,27 @@ def test_a_sweep_of_a_job_searches_its_strategy_and_ranks_by_the_jobs_step(db_ur
     assert uneven.stderr.strip() == (
         "advisor: effective_batch_size=63 over gpus=2 is uneven: give a multiple of 2"
     )
+
+
+def test_a_jobs_training_run_is_held_to_the_jobs_modelled_step():
+    """A run of the user's job on several GPUs, beside the rank trial it followed: compared
+    with the job's modelled rate over its GPUs' published link, and said to be; where the
+    run's GPU has no published link, with the rank's own rate, and said to be."""
+    spec = spec_of("model=tiny_mlp", "batch_size=32", "gpus=8")
+    rank = rank_rate(0.1, all_reduce_bytes=10**9, collectives=4, largest_collective_bytes=10**8)
+    h200 = Environment("NVIDIA H200", 150754820096, "580", "13.0", "2.11.0", "0", "3.12", "h")
+    followed = TrialResult(spec, Status.ok, h200, None, rank, None, 1.0, id=1)
+    real = dataclasses.replace(rank, samples_per_s=2000.0)
+    run = dataclasses.replace(followed, id=2, kind=Kind.training, follows=1, throughput=real)
+    job = communication.as_followed(followed, run)
+    assert job.job is not None and job.samples_per_s == job.job.samples_per_s < 32 * 8 / 0.1
+    (caption,) = tables.against_prediction([job, run])
+    assert f"samples/s {2000 / job.samples_per_s - 1:+.1%}" in caption
+    assert caption.endswith("; its rate is the job's, modelled within a node at 460 GB/s "
+                            "(h200's gpu.intra_node_busbw)")  # fmt: skip
+    cpu = dataclasses.replace(h200, device_name="CPU: AMD EPYC")
+    on_cpu = dataclasses.replace(run, environment=cpu)
+    assert communication.as_followed(followed, on_cpu) is followed
+    (caption,) = tables.against_prediction([followed, on_cpu])
+    assert caption.endswith("; its rate is the rank's: no published link to model the job's "
+                            "communication over")  # fmt: skip

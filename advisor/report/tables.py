@@ -162,8 +162,17 @@ def against_prediction(results: Sequence[TrialResult]) -> list[str]:
                        if real is not None and guess]  # fmt: skip
         if differences:
             said.append(f"training run {run.id} against trial {predicted.id}, the setting it "
-                        f"followed: {', '.join(differences)}")  # fmt: skip
+                        f"followed: {', '.join(differences)}{_job_said(predicted)}")  # fmt: skip
     return said
+
+
+def _job_said(predicted: TrialResult) -> str:
+    """How a rank's prediction was held: its job's rate (modelled), or the rank's own."""
+    if predicted.spec.gpus == 1:
+        return ""
+    if predicted.job is not None:
+        return f"; its rate is the job's, modelled {predicted.job.how.partition(';')[0]}"
+    return "; its rate is the rank's: no published link to model the job's communication over"
 
 
 def _compared(results: Sequence[TrialResult]) -> list[tuple[str, list[str]]]:

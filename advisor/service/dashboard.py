@@ -18,6 +18,7 @@ from fastapi.templating import Jinja2Templates
 from rich.console import Console, RenderableType
 
 from advisor import extras, gpus, queries
+from advisor.communication import as_followed
 from advisor.errors import ConfigError
 from advisor.report import plots, sweep_report, tables, terminal
 from advisor.result import Kind, Memory
@@ -78,6 +79,8 @@ def router(store: Store) -> APIRouter:
         device_memory = env.device_memory_bytes if env else None
         bar = memory_bar(result.memory, device_memory) if result.memory else None
         followed = store.get(result.follows) if result.follows is not None else None
+        if followed is not None:  # (a rank's: held to as its whole job)
+            followed = as_followed(followed, result)
         if result.kind is Kind.training:
             bar = None  # (its activations are not told apart: a stack would be wrong)
         return page(request, "trial.html", result=result, bar=bar,
