@@ -70,7 +70,7 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
       timeout_s=S db_url=URL plot=FILE.png memory_snapshot=FILE.pickle
       (torch's memory snapshot of the build and warm-up, for
       pytorch.org/memory_viz; CUDA only)
-      gpus=N strategy=ddp|fsdp nodes=M (rank 0 of a job on N GPUs, on
+      gpus=N strategy=ddp|fsdp|hsdp nodes=M (rank 0 of a job on N GPUs, on
       torch's fake process group: the rank's memory and compute, measured;
       the job's step, its communication modelled over gpu=NAME's link, or
       gpu.intra_node_busbw=GB/s gpu.inter_node_busbw=GB/s: nccl-tests' busbw)
@@ -92,8 +92,7 @@ def run(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
         with err.status(Text(f"measuring {terminal.describe_spec(spec)}")):
             result = verbs.measure(spec, cfg)
     device_memory = result.environment.device_memory_bytes if result.environment else None
-    ran_on = result.environment.device_name if result.environment else None
-    job = modelled(result.spec, result.throughput, cfg.gpu, cfg.nodes, ran_on)
+    job = modelled(result, cfg.gpu, cfg.nodes)  # (a rank's: the job's step, or why not)
     if as_json:
         shown = result.to_dict()
         if isinstance(job, str):  # (a rank's: the job's step, modelled, or why it is not)
@@ -143,7 +142,8 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
     emit=hf|lightning|accelerate|torch prints the answer as that trainer's
       configuration, ready to save (the report goes to stderr); --json adds it.
     A job on several GPUs: gpus=N (nodes=M) measures one rank of each setting,
-      space.strategy=[ddp,fsdp] searched, and ranks each by its job's step
+      space.strategy=[ddp,fsdp,hsdp] searched (hsdp with nodes=2 or more), and
+      ranks each by its job's step
       (communication modelled over gpu=NAME's link, or gpu.intra_node_busbw=
       GB/s); effective_batch_size counts all N; emit=torch prints the lines.
     """
@@ -225,9 +225,10 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
       advisor recommend model=gpt2 gpu=h200 gpus=8 emit=torch > train.py
     Throughput comes from whatever GPU measured it (the output says which);
     whether a setting fits transfers between GPUs with the same torch version.
-    gpus=N (nodes=M, strategy=ddp|fsdp): from the ranks advisor run measured
-    of jobs on N GPUs, each ranked by its job's step, communication modelled
-    over gpu=NAME's link or gpu.intra_node_busbw=GB/s (nccl-tests' busbw).
+    gpus=N (nodes=M, strategy=ddp|fsdp|hsdp): from the stored ranks of jobs on
+    N GPUs (advisor run or sweep measured them), each ranked by its job's step,
+    communication modelled over gpu=NAME's link or gpu.intra_node_busbw=GB/s
+    (nccl-tests' busbw).
     emit=hf|lightning|accelerate|torch prints the answer as transformers'
     TrainingArguments, Lightning's Trainer, an accelerate config file or plain
     PyTorch, named as the installed library names them, ready to save (the

@@ -4,13 +4,15 @@ process group, plus its collectives as the interconnect would carry them (issue 
 What is measured: the rank's step, and the bytes each collective carried in it (recorded as it
 ran, trial/collectives.py). What is modelled, and how:
 - **time on the wire**: NCCL's ring figures, as nccl-tests report bus bandwidth: an
-  all-reduce of S bytes moves 2(N-1)/N x S over each GPU's link, an all-gather or a
-  reduce-scatter (S their full, unsharded buffer) (N-1)/N x S; each at the link's bus
-  bandwidth (the GPU profile's published figure, or the user's nccl-tests number). Latency is
-  not modelled: it matters only for collectives of a few MB or less.
+  all-reduce of S bytes over N GPUs moves 2(N-1)/N x S over each GPU's link, an all-gather or
+  a reduce-scatter (S their full, unsharded buffer) (N-1)/N x S; each at the link's bus
+  bandwidth (interconnect.py: the GPU profile's published figure, or the user's nccl-tests
+  number). HSDP gathers and scatters within a node's GPUs and all-reduces the shards between
+  nodes. Latency is not modelled: it matters only for collectives of a few MB or less.
 - **the fake group's own copies**: its all-gather copies the local shard into each chunk of
   the output and its reduce-scatter keeps the local chunk; the measured step paid for them at
-  the GPU's memory bandwidth (read and write), so they are taken out of the compute.
+  the memory bandwidth of the GPU the rank ran on (read and write: its profile's), so they are
+  taken out of the compute (not on a GPU without a profile, nor on the CPU).
 - **overlap**: DDP all-reduces its buckets as the last micro batch's backward makes them (the
   others run under no_sync), and that backward is taken as 2/3 of a micro batch's compute (it
   does twice the forward's FLOPs); FSDP2 prefetches each block's all-gather during the block
@@ -28,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from advisor.errors import ConfigError
-from advisor.gpus import profile_for_device_name
+from advisor.interconnect import Interconnect, interconnect, memory_bandwidth
 from advisor.result import JobStep, Throughput, TrialResult
 from advisor.spec import Strategy, TrialSpec
 
@@ -46,109 +48,29 @@ class Collective(enum.Enum):
         return 2.0 if self is Collective.all_reduce else 1.0
 
 
-@dataclasses.dataclass(frozen=True)
-class Interconnect:
-    """The bus bandwidth a job's collectives run at, and where the figure comes from."""
-
-    busbw: float  # bytes/s, as nccl-tests' busbw column
-    memory_bandwidth: float | None  # the GPU's, bytes/s: the fake group's copies ran at it
-    says: str  # e.g. 'within a node, 460 GB/s (h200's profile)'
-
-
-def interconnect(
-    gpu: Mapping[str, Any], gpus: int, nodes: int, device_name: str | None = None
-) -> Interconnect:
-    """The link a job of `gpus` over `nodes` communicates over, from the composed gpu node
-    (conf/gpu/NAME.yaml, with the user's gpu.KEY= overrides; gpu=auto: the profile of
-    `device_name`, the GPU the rank ran on): within a node, NVLink or PCIe; across nodes, the
-    network, which a ring over both is held to. ConfigError, in one line with how to give
-    one, where the profile has no figure."""
-    node = resolved(gpu, device_name)
-    check_nodes(node, gpus, nodes)
-    name = node.get("name")
-    key = "intra_node_busbw" if nodes == 1 else "inter_node_busbw"
-    figure = node.get(key)
-    if figure is None:
-        where = "within a node" if nodes == 1 else "between nodes"
-        said = (
-            f"{name} has no published bus bandwidth {where}"
-            if name not in (None, "auto")
-            else "no GPU is named whose interconnect to model"
-        )
-        raise ConfigError(
-            f"{said}: give gpu.{key}=GB_PER_S (nccl-tests' all_reduce_perf busbw at large "
-            "sizes)" + ("" if name not in (None, "auto") else " or gpu=NAME")
-        )
-    busbw = _gb_per_s(figure, key)
-    memory_bandwidth = node.get("memory_bandwidth")
-    where = "within a node" if nodes == 1 else f"between {nodes} nodes"
-    return Interconnect(
-        busbw=busbw,
-        memory_bandwidth=None if memory_bandwidth is None else float(memory_bandwidth),
-        says=f"{where} at {busbw / 1e9:g} GB/s ("
-        + (f"{name}'s gpu.{key})" if name not in (None, "auto") else f"gpu.{key} as given)"),
-    )
-
-
-def check_nodes(gpu: Mapping[str, Any], gpus: int, nodes: int) -> None:
-    """nodes= that can hold gpus=: ConfigError in one line for any other."""
-    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
-        raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
-    if nodes > 1 and gpus == 1:
-        raise ConfigError("nodes= spreads a job's GPUs over machines: give gpus=N too")
-    if gpus % nodes:
-        raise ConfigError(f"gpus={gpus} over nodes={nodes} is uneven: give a multiple of {nodes}")
-    per_node = gpu.get("gpus_per_node")
-    if per_node is not None and gpus // nodes > int(per_node):
-        raise ConfigError(
-            f"gpus={gpus} over nodes={nodes} is {gpus // nodes} a node, and a "
-            f"{gpu.get('name')} node holds {per_node}: give nodes={-(-gpus // int(per_node))}"
-        )
-
-
-def resolved(gpu: Mapping[str, Any], device_name: str | None) -> dict[str, Any]:
-    """The gpu node with gpu=auto's figures taken from the profile of `device_name` (the GPU
-    the rank runs on), where it has one; the user's gpu.KEY= overrides stay."""
-    node = dict(gpu)
-    profile = None if device_name is None else profile_for_device_name(device_name)
-    if node.get("name") in (None, "auto") and profile is not None:
-        given = {k: v for k, v in node.items() if v is not None and k != "name"}
-        node = {**dataclasses.asdict(profile), **given}
-    return node
-
-
-def _gb_per_s(figure: Any, key: str) -> float:
-    """A bus bandwidth given in GB/s, as bytes/s."""
-    try:
-        value = float(figure)
-    except (TypeError, ValueError):
-        value = -1.0
-    if not 0 < value < 1e5:
-        raise ConfigError(f"gpu.{key}={figure!r}: give GB/s as a positive number, e.g. 460")
-    return value * 1e9
-
-
-def job_step(spec: TrialSpec, throughput: Throughput, link: Interconnect) -> JobStep | None:
+def job_step(
+    spec: TrialSpec, throughput: Throughput, link: Interconnect, copied_at: float | None = None
+) -> JobStep | None:
     """The job's step from rank 0's measured one; None where the rank recorded no collectives
-    (stored before they were, or on one GPU)."""
+    (stored before they were, or on one GPU). copied_at: the memory bandwidth (bytes/s) of the
+    GPU the rank ran on, at which the fake group's copies are taken out (None: not taken)."""
     carried = carried_bytes(throughput)
     if spec.gpus == 1 or carried is None:
         return None
-    n = spec.gpus
-    share = (n - 1) / n
-    wire = {
-        kind: nbytes * kind.wire_factor * share / link.busbw for kind, nbytes in carried.items()
-    }
+    ring = _rings(spec, link)
+    wire = {kind: nbytes * kind.wire_factor * ring[kind][0] / ring[kind][1]
+            for kind, nbytes in carried.items()}  # fmt: skip
     communication = sum(wire.values())
     copies = 0.0
-    if link.memory_bandwidth:  # read and write: an all-gather's whole output, a chunk of an RS
-        copied = carried[Collective.all_gather] + carried[Collective.reduce_scatter] / n
-        copies = 2 * copied / link.memory_bandwidth
+    if copied_at:  # read and written: a gather's whole output, the chunk a scatter keeps
+        shard_group = spec.gpus // spec.replicas
+        copied = carried[Collective.all_gather] + carried[Collective.reduce_scatter] / shard_group
+        copies = 2 * copied / copied_at
     measured = throughput.step_s_median
     compute = max(measured - copies, 0.0)
-    largest = throughput.largest_collective_bytes or 0
-    largest_kind = Collective.all_reduce if spec.strategy is Strategy.ddp else Collective.all_gather
-    unhidden = min(largest * largest_kind.wire_factor * share / link.busbw, communication)
+    first = Collective.all_reduce if spec.strategy is Strategy.ddp else Collective.all_gather
+    largest = (throughput.largest_collective_bytes or 0) * first.wire_factor
+    unhidden = min(largest * ring[first][0] / ring[first][1], communication)
     if spec.strategy is Strategy.ddp:
         window = compute / spec.grad_accum * 2 / 3
         overlap = "DDP's buckets under the last micro batch's backward (2/3 of its compute)"
@@ -165,8 +87,23 @@ def job_step(spec: TrialSpec, throughput: Throughput, link: Interconnect) -> Job
         hidden_s=hidden,
         step_s=step,
         samples_per_s=spec.effective_batch_size / step,
-        how=f"{link.says}; {overlap}, the largest collective not hidden",
+        how=f"{link.says}; {overlap}, the largest collective not hidden"
+        + ("" if copied_at else "; the fake group's copies not taken out (no GPU profile)"),
     )
+
+
+def _rings(spec: TrialSpec, link: Interconnect) -> dict[Collective, tuple[float, float]]:
+    """Each collective's ring: the share (N-1)/N of its group of N, and the bus bandwidth it
+    runs at. DDP and FSDP: every GPU of the job, held to the slowest link; HSDP: gathers and
+    scatters within a node, the all-reduce of the shards between nodes."""
+    n, slowest = spec.gpus, link.slowest
+    if spec.strategy is not Strategy.hsdp:
+        return {kind: ((n - 1) / n, slowest) for kind in Collective}
+    shard, replicas = n // spec.replicas, spec.replicas
+    inside = ((shard - 1) / shard, link.within or slowest)
+    across = ((replicas - 1) / replicas, link.between or slowest)
+    return {Collective.all_gather: inside, Collective.reduce_scatter: inside,
+            Collective.all_reduce: across}  # fmt: skip
 
 
 def carried_bytes(throughput: Throughput) -> dict[Collective, int] | None:
@@ -180,22 +117,18 @@ def carried_bytes(throughput: Throughput) -> dict[Collective, int] | None:
     }
 
 
-def modelled(
-    spec: TrialSpec,
-    throughput: Throughput | None,
-    gpu: Mapping[str, Any],
-    nodes: int,
-    device_name: str | None,
-) -> JobStep | str | None:
-    """The job's step from a rank's trial, or why it cannot be modelled (one line); None on
-    one GPU or for a trial with no rate (an OOM)."""
-    if spec.gpus == 1 or throughput is None:
+def modelled(result: TrialResult, gpu: Mapping[str, Any], nodes: int) -> JobStep | str | None:
+    """The job's step from a rank's trial over the gpu node's link, or why it cannot be
+    modelled (the one line a ConfigError would say: `advisor run` stores the rank either way);
+    None on one GPU or for a trial with no rate (an OOM)."""
+    if result.spec.gpus == 1 or result.throughput is None:
         return None
+    ran_on = result.environment.device_name if result.environment else None
     try:
-        link = interconnect(gpu, spec.gpus, nodes, device_name)
+        link = interconnect(gpu, result.spec.gpus, nodes, ran_on)
     except ConfigError as error:
         return str(error)
-    step = job_step(spec, throughput, link)
+    step = job_step(result.spec, result.throughput, link, memory_bandwidth(ran_on))
     return step or "the rank recorded no collectives (measured before advisor recorded them)"
 
 
@@ -203,8 +136,11 @@ def as_job(result: TrialResult, link: Interconnect) -> TrialResult:
     """A rank's trial as the whole job would run: its rate the modelled job's, its `job` saying
     so (what ranks and fits settings on several GPUs; the stored trial keeps the rank's own).
     Unchanged on one GPU, without a rate, or for a rank that recorded no collectives."""
-    job = None if result.throughput is None else job_step(result.spec, result.throughput, link)
-    if job is None or result.throughput is None:
+    if result.throughput is None:
+        return result
+    ran_on = result.environment.device_name if result.environment else None
+    job = job_step(result.spec, result.throughput, link, memory_bandwidth(ran_on))
+    if job is None:
         return result
     tokens = result.spec.model.tokens_per_sample
     rate = dataclasses.replace(
@@ -228,12 +164,20 @@ def jobs_of(
 
 def as_followed(followed: TrialResult, run: TrialResult) -> TrialResult:
     """The prediction a training run is held to: a rank's trial as its whole job, over the link
-    of the GPUs the run ran on (their profile's, within a node); the trial as it is where that
-    link has no published figure, or on one GPU."""
-    if followed.spec.gpus == 1 or run.environment is None:
-        return followed
+    of the GPUs the run ran on (their profile's, within a node)."""
+    ran_on = run.environment.device_name if run.environment else None
+    return as_job_over(followed, {}, 1, ran_on)
+
+
+def as_job_over(
+    result: TrialResult, gpu: Mapping[str, Any], nodes: int, device_name: str | None = None
+) -> TrialResult:
+    """A rank's trial as its whole job over the gpu node's link (as_job); the trial as it is
+    on one GPU, or where the link has no figure (gpu=auto: the profile of `device_name`)."""
+    if result.spec.gpus == 1:
+        return result
     try:
-        link = interconnect({}, followed.spec.gpus, 1, run.environment.device_name)
+        link = interconnect(gpu, result.spec.gpus, nodes, device_name)
     except ConfigError:
-        return followed
-    return as_job(followed, link)
+        return result
+    return as_job(result, link)

@@ -139,7 +139,8 @@ def refuse_search_settings(overrides: list[str]) -> None:
     """ConfigError for a search's setting given to advisor run, which measures the one setting
     it is given, on this machine: said, not dropped (gpu.memory=lots went without a word). With
     gpus=N the gpu node's interconnect is read: the link the job's step is modelled over."""
-    given = [value for key, _, value in (i.partition("=") for i in overrides) if key == "gpus"]
+    items = (i.partition("=") for i in overrides)
+    given = [value for key, _, value in items if key.lstrip("+~").strip() == "gpus"]
     several = bool(given) and given[-1].strip() != "1"  # (the last gpus= is the one composed)
     for item in overrides:
         key = item.partition("=")[0].lstrip("+~").strip()
@@ -169,10 +170,10 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
             "(or model.block=)"
         )
     strategy = cfg.strategy or (Strategy.ddp if cfg.gpus > 1 else None)
-    if strategy is Strategy.fsdp and not model_spec.block:
+    if strategy and strategy.shards and not model_spec.block:
         raise ConfigError(
-            f"strategy=fsdp shards each of the model's blocks; {model_spec.name} names none: set "
-            "block= in its Workload (or model.block=)"
+            f"strategy={strategy.value} shards each of the model's blocks; {model_spec.name} "
+            "names none: set block= in its Workload (or model.block=)"
         )
     return TrialSpec(
         model=model_spec,
@@ -191,6 +192,7 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
         reshard_after_forward=cfg.fsdp.reshard_after_forward,
         param_dtype=cfg.fsdp.param_dtype,
         reduce_dtype=cfg.fsdp.reduce_dtype,
+        replicas=cfg.nodes if strategy is Strategy.hsdp else 1,
     )
 
 

@@ -34,8 +34,8 @@ class GpuProfile:
     match: str  # regular expression matched against the NVML device name
     memory_bytes: int  # total device memory as the driver reports it
     peak_flops: dict[str, float]  # dense peak FLOP/s by precision (fp32, tf32, bf16, fp16)
-    # a job on several GPUs (communication.py): memory bandwidth in bytes/s, and bus bandwidth
-    # in GB/s as nccl-tests reports it, within a node and between nodes; None: none published
+    # a job on several GPUs (communication.py), in GB/s: memory bandwidth, and bus bandwidth
+    # as nccl-tests reports it, within a node and between nodes; None: none published
     memory_bandwidth: float | None = None
     intra_node_busbw: float | None = None
     inter_node_busbw: float | None = None

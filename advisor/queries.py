@@ -10,7 +10,9 @@ import datetime
 import enum
 from collections.abc import Mapping
 
+from advisor.communication import as_job_over
 from advisor.errors import ConfigError, NotStored
+from advisor.interconnect import of_arguments
 from advisor.recommendation import Recommendation, recommend, run_on
 from advisor.result import Kind, Status, TrialResult
 from advisor.spec import Device, WorkloadIdentity
@@ -116,9 +118,16 @@ def stored_sweep(store: Store, sweep_id: int) -> tuple[Sweep, list[tuple[TrialRe
 
 
 def sweep_recommendation(found: Sweep, used: list[tuple[TrialResult, bool]]) -> Recommendation:
-    """What the sweep's trials recommend for its own target."""
+    """What the sweep's trials recommend for its own target; a job's sweep, by each rank as
+    its whole job over the link the sweep was begun with (its gpu= and gpu.*= arguments, or
+    the profile of the GPU the rank ran on)."""
     target = Target(name=found.target, memory_bytes=found.target_memory_bytes, margin=found.margin)
-    return recommend([r for r, _ in used], target, found.effective_batch_size)
+    gpu, nodes = of_arguments(found.arguments or ())
+    trials = [
+        as_job_over(r, gpu, nodes, r.environment.device_name if r.environment else None)
+        for r, _ in used
+    ]
+    return recommend(trials, target, found.effective_batch_size)
 
 
 def recommendation(store: Store, given: Mapping[str, str]) -> Recommendation:

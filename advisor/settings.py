@@ -25,9 +25,11 @@ class SpaceConfig:
     checkpointing: list[Checkpointing] = dataclasses.field(
         default_factory=lambda: list(Checkpointing)
     )
-    # how a job on several GPUs (gpus=N) spreads the model; fsdp only where the model names
-    # its block
-    strategy: list[Strategy] = dataclasses.field(default_factory=lambda: list(Strategy))
+    # how a job on several GPUs (gpus=N) spreads the model; fsdp and hsdp only where the model
+    # names its block, hsdp only over nodes=2 or more
+    strategy: list[Strategy] = dataclasses.field(
+        default_factory=lambda: [Strategy.ddp, Strategy.fsdp, Strategy.hsdp]
+    )
     # Strict fp32 is left out: it is never faster than torch's default, and cuDNN's benchmark
     # spends minutes on it at large batches (resnet50 b1024 on the H200: over 240 s in the first
     # step, 1.4 s without the benchmark; experiments/2026-12-01-h200-trial-cost).
@@ -70,9 +72,9 @@ class Config:
     expandable_segments: bool = False  # the caching allocator's expandable segments
     memory_cap: int | None = None  # bytes the trial may use on the device (None: all)
     gpus: int = 1  # the job's GPUs: a trial measures one rank of them (trial/one_rank.py)
-    strategy: Strategy | None = None  # ddp | fsdp, with gpus > 1 (ddp unless given)
+    strategy: Strategy | None = None  # ddp | fsdp | hsdp, with gpus > 1 (ddp unless given)
     # the machines the job's GPUs are spread over: its communication's link (modelled, not
-    # measured: communication.py)
+    # measured: communication.py), and hsdp's replicas
     nodes: int = 1
     fsdp: FsdpConfig = dataclasses.field(default_factory=FsdpConfig)
     timeout_s: float = 900.0  # a trial still running after this is killed: status timeout

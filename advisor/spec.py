@@ -41,6 +41,13 @@ class Strategy(enum.Enum):
     ddp = "ddp"  # DistributedDataParallel: each rank holds it whole; gradients all-reduced
     fsdp = "fsdp"  # FSDP2's fully_shard, each block and the root: parameters, gradients and
     # optimizer state in shards of 1/N, parameters gathered a block at a time
+    hsdp = "hsdp"  # FSDP2 on a 2-D mesh: sharded within each of `replicas` groups (a node's
+    # GPUs), replicated across them (the shards' gradients all-reduced between nodes)
+
+    @property
+    def shards(self) -> bool:
+        """FSDP2's: the model in shards, its knobs apply."""
+        return self is not Strategy.ddp
 
 
 class ShardDtype(enum.Enum):
@@ -49,6 +56,19 @@ class ShardDtype(enum.Enum):
     bf16 = "bf16"
     fp16 = "fp16"
     fp32 = "fp32"
+
+    @property
+    def torch_name(self) -> str:
+        """torch's name for it: torch.bfloat16 is getattr(torch, "bfloat16")."""
+        return {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[self.value]
+
+
+# FSDP2's knobs as a spec holds them when not given: fully_shard's own defaults
+FSDP_DEFAULTS: dict[str, Any] = {
+    "reshard_after_forward": True,
+    "param_dtype": None,
+    "reduce_dtype": None,
+}
 
 
 class Device(enum.Enum):
@@ -138,6 +158,7 @@ class TrialSpec:
     reshard_after_forward: bool = True
     param_dtype: ShardDtype | None = None
     reduce_dtype: ShardDtype | None = None
+    replicas: int = 1  # hsdp: the groups the GPUs form (nodes), each holding the model sharded
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "grad_accum"):
@@ -149,24 +170,31 @@ class TrialSpec:
         if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
             raise ConfigError(f"gpus must be a positive integer, got {self.gpus!r}")
         knobs = self.fsdp_knobs()
-        if knobs and self.strategy is not Strategy.fsdp:
+        if knobs and not (self.strategy and self.strategy.shards):
             raise ConfigError(f"fsdp.{next(iter(knobs))} is FSDP2's: give strategy=fsdp too")
+        if (self.replicas > 1) != (self.strategy is Strategy.hsdp):
+            raise ConfigError(
+                "strategy=hsdp shards within each node and replicates across nodes: give "
+                "nodes=M, 2 or more"
+                if self.strategy is Strategy.hsdp
+                else f"replicas={self.replicas} are hsdp's: give strategy=hsdp"
+            )
+        if self.replicas > 1 and (self.gpus % self.replicas or self.gpus // self.replicas < 2):
+            raise ConfigError(
+                f"strategy=hsdp over gpus={self.gpus} and nodes={self.replicas} shards each "
+                "node's GPUs: give nodes that divide gpus, 2 GPUs a node or more"
+            )
         if (self.gpus > 1) != (self.strategy is not None):
             raise ConfigError(
-                f"gpus={self.gpus} takes strategy=ddp or strategy=fsdp"
+                f"gpus={self.gpus} takes strategy=ddp, fsdp or hsdp"
                 if self.gpus > 1
                 else "strategy= spreads a job over several GPUs: give gpus=N too"
             )
 
     def fsdp_knobs(self) -> dict[str, Any]:
         """FSDP2's knobs that are not its defaults, by name (as the spec's JSON has them)."""
-        given = {
-            "reshard_after_forward": self.reshard_after_forward,
-            "param_dtype": self.param_dtype,
-            "reduce_dtype": self.reduce_dtype,
-        }
-        defaults = {"reshard_after_forward": True, "param_dtype": None, "reduce_dtype": None}
-        return {k: plain(v) for k, v in given.items() if v != defaults[k]}
+        given = {name: getattr(self, name) for name in FSDP_DEFAULTS}
+        return {k: plain(v) for k, v in given.items() if v != FSDP_DEFAULTS[k]}
 
     @property
     def effective_batch_size(self) -> int:
@@ -188,9 +216,11 @@ class TrialSpec:
         data = plain(dataclasses.asdict(self))
         if self.gpus == 1:
             del data["gpus"], data["strategy"]
-        for knob in ("reshard_after_forward", "param_dtype", "reduce_dtype"):
-            if knob not in self.fsdp_knobs():  # (FSDP2's defaults: a hash as before them)
-                del data[knob]
+        if self.replicas == 1:
+            del data["replicas"]
+        given = self.fsdp_knobs()
+        for knob in FSDP_DEFAULTS.keys() - given.keys():  # (at its defaults: a hash as before)
+            del data[knob]
         return data
 
     def to_json(self) -> str:
@@ -226,6 +256,7 @@ class TrialSpec:
             reshard_after_forward=data.get("reshard_after_forward", True),
             param_dtype=ShardDtype(data["param_dtype"]) if data.get("param_dtype") else None,
             reduce_dtype=ShardDtype(data["reduce_dtype"]) if data.get("reduce_dtype") else None,
+            replicas=data.get("replicas", 1),
         )
 
     @classmethod

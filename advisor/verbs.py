@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from advisor import communication, config, gpus
+from advisor import communication, config, gpus, interconnect
 from advisor.arguments import WorkloadLike, as_overrides, workload_override
 from advisor.config import device_of, load, trial_spec, workload_identity
 from advisor.errors import ConfigError
@@ -74,21 +74,14 @@ def measure(spec: TrialSpec, cfg: DictConfig) -> TrialResult:
     take a write, first)."""
     check_device(spec, "run", on_auto=str(cfg.device) == "auto")
     local = gpus.local_gpu() if spec.device is Device.cuda else None
-    communication.check_nodes(communication.resolved(cfg.gpu, local.name if local else None),
-                              spec.gpus, cfg.nodes)  # fmt: skip
+    interconnect.check_nodes(interconnect.resolved(cfg.gpu, local.name if local else None),
+                             spec.gpus, cfg.nodes)  # fmt: skip
     snapshot = snapshot_path(cfg.memory_snapshot, spec)
     store = Store(cfg.db_url)
     store.check_writable()
     measured = run_trial(spec, MeasureConfig(**cfg.measure), cfg.timeout_s,
                          memory_snapshot=snapshot)  # fmt: skip
     return store.add(measured)
-
-
-def _one_trial_only(cfg: DictConfig, verb: str) -> None:
-    """memory_snapshot= is a measured trial's: said, not ignored, by the other verbs; and
-    they answer for one GPU."""
-    _measures_one(cfg, verb)
-    _one_gpu_only(cfg, verb)
 
 
 def _measures_one(cfg: DictConfig, verb: str) -> None:
@@ -164,7 +157,8 @@ def estimate(
     """The memory breakdown of a setting on a GPU, without one (fake tensors), calibrated on
     the stored history of the same workload."""
     cfg = configure(workload, ["device=cuda", *overrides], **settings)
-    _one_trial_only(cfg, "estimate")
+    _measures_one(cfg, "estimate")
+    _one_gpu_only(cfg, "estimate")
     spec = trial_spec(cfg)
     target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, spec.device)
     history = Store(cfg.db_url).trials(model=spec.model.name, status="ok")
@@ -183,11 +177,12 @@ def recommend(
     identity = workload_identity(cfg)  # as the code has it now (the model is not built)
     device = device_of(cfg.device)
     target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, device)
+    interconnect.check_nodes({}, cfg.gpus, cfg.nodes)  # (nodes= without gpus=: said)
     trials = stored_trials(existing(cfg.db_url), identity.name, device, identity, cfg.gpus)
     if cfg.gpus > 1:  # ranks of a job: each as the whole job, its communication modelled
         local = gpus.local_gpu() if device is Device.cuda else None
         name = local.name if local else None
-        link = communication.interconnect(cfg.gpu, cfg.gpus, cfg.nodes, name)
+        link = interconnect.interconnect(cfg.gpu, cfg.gpus, cfg.nodes, name)
         trials = communication.jobs_of(trials, link, cfg.strategy)
     return recommend_from(trials, target, cfg.effective_batch_size)
 
@@ -256,7 +251,7 @@ class SweepPlan:
     slots: list[str | None]  # the workers' devices (CUDA_VISIBLE_DEVICES entries)
     arguments: tuple[str, ...]  # what was given, as KEY=VALUE overrides, sorted
     # a job on several GPUs: the link its communication is modelled over (communication.py)
-    link: communication.Interconnect | None = None
+    link: interconnect.Interconnect | None = None
 
     def seen(self, result: TrialResult) -> TrialResult:
         """A measurement as the search ranks it: a rank's as its whole job."""
@@ -280,13 +275,16 @@ def plan(
     named = [*given, *([workload_override(workload)] if workload else [])]
     space = space_of(
         config.space_config(cfg), config.searched_optimizers(cfg, named), base,
-        cfg.effective_batch_size, target.memory_bytes,
+        cfg.effective_batch_size, target.memory_bytes, cfg.nodes,
     )  # fmt: skip
     slots = worker_slots(str(cfg.workers), base.device)
+    interconnect.check_nodes({}, base.gpus, cfg.nodes)  # (nodes= without gpus=: said)
+    if base.gpus == 1 and any(a.startswith("space.strategy") for a in named):
+        raise ConfigError("space.strategy searches a job on several GPUs: give gpus=N too")
     link = None
     if base.gpus > 1:  # ranked by the job's step: a link to model it over, before anything runs
         name = local.name if local else None
-        link = communication.interconnect(cfg.gpu, base.gpus, cfg.nodes, name)
+        link = interconnect.interconnect(cfg.gpu, base.gpus, cfg.nodes, name)
     return SweepPlan(cfg, base, target, cap, space, slots, searched_arguments(named), link)
 
 
@@ -346,7 +344,7 @@ def sweep(
     history = [seen(r) for r in store.trials(model=base.model.name,
                                              where=TrialFilter(gpus=base.gpus))]  # fmt: skip
     # the same command running elsewhere (another GPU, another host) joins this sweep
-    with contextlib.closing(SharedSweep(store, sweep_id)) as others:
+    with contextlib.closing(SharedSweep(store, sweep_id, seen)) as others:
         sweeper = Sweeper(
             space,
             target,

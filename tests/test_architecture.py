@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "advisor"
 # before it. The order is ARCHITECTURE.md's layers, lowest first.
 LAYERS = (
     "errors", "version", "paths", "extras",  # what everything may use
-    "spec", "gpus", "result", "workload", "target", "communication",  # the shared nouns
+    "spec", "gpus", "result", "workload", "target", "interconnect", "communication",  # nouns
     "models", "catalog",  # the bundled models
     "store",  # the results database
     "trial",  # one setting measured, in its own process

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 from conftest import FAST_OVERRIDES, spec_of
@@ -14,15 +15,18 @@ from test_cli import advisor as command
 from test_cli import trial_count
 
 import advisor
-from advisor import communication, config
-from advisor.communication import Interconnect, interconnect, job_step
+from advisor import communication, config, queries
+from advisor.communication import job_step
 from advisor.emit.trainers import trainer_config
 from advisor.errors import ConfigError
+from advisor.interconnect import Interconnect, interconnect
 from advisor.report import tables
 from advisor.result import Environment, Kind, Status, Throughput, TrialResult
+from advisor.spec import Strategy
+from advisor.store.store import Store
 
 FAST_MEASURE = {"min_timed_steps": 3, "max_timed_steps": 5, "max_timed_s": 2}
-LINK = Interconnect(busbw=100e9, memory_bandwidth=None, says="a 100 GB/s link")
+LINK = Interconnect(within=100e9, between=None, nodes=1, says="a 100 GB/s link")
 
 
 def rank_rate(step_s: float, **collectives: int) -> Throughput:
@@ -52,8 +56,7 @@ def test_fsdp_takes_the_fake_groups_copies_out_and_hides_all_but_the_largest_gat
     spec = spec_of("model=tiny_mlp", "gpus=4", "strategy=fsdp")
     rank = rank_rate(0.1, all_gather_bytes=2 * 10**9, reduce_scatter_bytes=10**9,
                      collectives=30, largest_collective_bytes=5 * 10**8)  # fmt: skip
-    link = dataclasses.replace(LINK, memory_bandwidth=1e12)
-    job = job_step(spec, rank, link)
+    job = job_step(spec, rank, LINK, copied_at=1e12)  # (the rank's GPU's memory bandwidth)
     # read and written: the gathers' whole output, the reduce-scatters' kept chunk
     assert job.local_copies_s == pytest.approx(2 * (2e9 + 1e9 / 4) / 1e12)
     assert job.compute_s == pytest.approx(0.1 - 0.0045)
@@ -62,32 +65,53 @@ def test_fsdp_takes_the_fake_groups_copies_out_and_hides_all_but_the_largest_gat
     assert job.step_s == pytest.approx(0.1 - 0.0045 + 0.00375)
 
 
+def test_hsdp_gathers_within_a_node_and_all_reduces_its_shards_between_nodes():
+    spec = spec_of("model=tiny_mlp", "gpus=16", "strategy=hsdp", "nodes=2")
+    rank = rank_rate(0.1, all_gather_bytes=2 * 10**9, reduce_scatter_bytes=10**9,
+                     all_reduce_bytes=10**9 // 8, collectives=30,
+                     largest_collective_bytes=10**8)  # fmt: skip
+    link = Interconnect(within=400e9, between=50e9, nodes=2, says="two nodes")
+    job = job_step(spec, rank, link)
+    inside = 3e9 * 7 / 8 / 400e9  # gathers and scatters over a node's 8 GPUs
+    across = 2 * (1e9 / 8) * 1 / 2 / 50e9  # the shards' all-reduce over the 2 nodes
+    assert job.communication_s == pytest.approx(inside + across)
+    assert job.exposed_s == pytest.approx(1e8 * 7 / 8 / 400e9)  # the first gather, inside
+    # FSDP over all 16 GPUs of two nodes: every collective held to the network
+    fsdp = job_step(dataclasses.replace(spec, strategy=Strategy.fsdp, replicas=1),
+                    dataclasses.replace(rank, all_reduce_bytes=0), link)  # fmt: skip
+    assert fsdp.communication_s == pytest.approx(3e9 * 15 / 16 / 50e9)
+
+
 def test_one_gpu_or_a_rank_without_collectives_is_not_modelled():
+    carrying = {"all_reduce_bytes": 10**9, "collectives": 1, "largest_collective_bytes": 10**9}
     one = spec_of("model=tiny_mlp")
-    assert job_step(one, rank_rate(0.1), LINK) is None
+    assert job_step(one, rank_rate(0.1, **carrying), LINK) is None  # (no job: one GPU)
     ranks = spec_of("model=tiny_mlp", "gpus=2")
     assert job_step(ranks, rank_rate(0.1), LINK) is None  # stored before 0012
     h200 = config.load(["gpu=h200"]).gpu
-    said = communication.modelled(ranks, rank_rate(0.1), h200, 1, None)
+    stored = TrialResult(ranks, Status.ok, None, None, rank_rate(0.1), None, 1.0)
+    said = communication.modelled(stored, h200, 1)
     assert said.startswith("the rank recorded no collectives")
 
 
 def test_the_link_is_the_profiles_or_the_users_and_bad_nodes_are_one_line():
     h200 = config.load(["gpu=h200"]).gpu
-    assert interconnect(h200, 8, 1).busbw == 460e9
-    assert interconnect(h200, 16, 2).busbw == 50e9  # between nodes: the network's
-    assert interconnect(h200, 8, 1).memory_bandwidth == 4.8e12
+    assert interconnect(h200, 8, 1).slowest == 460e9
+    assert interconnect(h200, 16, 2).slowest == 50e9  # between nodes: the network's
+    assert interconnect(h200, 16, 2).within == 460e9  # (hsdp's gathers, inside a node)
     mine = config.load(["gpu=h200", "gpu.intra_node_busbw=380"]).gpu
     said = "within a node at 380 GB/s (h200's gpu.intra_node_busbw)"
     assert interconnect(mine, 8, 1).says == said
     # gpu=auto: the profile of the GPU the rank ran on, or none
     auto = config.load([]).gpu
-    assert interconnect(auto, 4, 1, device_name="NVIDIA H200").busbw == 460e9
+    assert interconnect(auto, 4, 1, device_name="NVIDIA H200").slowest == 460e9
     with pytest.raises(ConfigError, match="no GPU is named whose interconnect to model: give gpu"):
         interconnect(auto, 4, 1, device_name="CPU: AMD EPYC")
     with pytest.raises(ConfigError, match="^l4 has no published bus bandwidth within a node: give"):
         interconnect(config.load(["gpu=l4"]).gpu, 4, 1)
-    assert interconnect(config.load(["gpu=l4", "gpu.intra_node_busbw=20"]).gpu, 4, 1).busbw == 20e9
+    assert (
+        interconnect(config.load(["gpu=l4", "gpu.intra_node_busbw=20"]).gpu, 4, 1).slowest == 20e9
+    )
     bad = {
         (16, 1): "gpus=16 over nodes=1 is 16 a node, and a h200 node holds 8: give nodes=2",
         (6, 4): "gpus=6 over nodes=4 is uneven: give a multiple of 4",
@@ -151,7 +175,8 @@ def test_recommend_ranks_a_jobs_settings_by_their_modelled_step(db_url):
     for r in ranked:
         job = r.job
         assert r.samples_per_s == pytest.approx(r.spec.effective_batch_size / job.step_s)
-        assert job.measured_s != job.step_s  # the stored rank's own rate is not the answer
+        assert job.step_s == pytest.approx(job.compute_s + job.communication_s - job.hidden_s)
+        assert job.step_s > job.measured_s  # at 1 MB/s the wire shows
     stored = advisor.history(model="tiny_mlp", gpus=4, db_url=db_url)
     assert len(stored) == 3 and {r.job for r in stored} == {None}  # the ranks', unmodelled
     assert {r.samples_per_s for r in stored}.isdisjoint(r.samples_per_s for r in ranked)
@@ -185,7 +210,14 @@ def test_a_sweep_of_a_job_searches_its_strategy_and_ranks_by_the_jobs_step(db_ur
     assert best["throughput"]["samples_per_s"] == pytest.approx(best["job"]["samples_per_s"])
     ranked = [best, *answer["runners_up"], *answer["pareto_front"]]
     assert all(r["job"]["samples_per_s"] == r["throughput"]["samples_per_s"] for r in ranked)
-    assert "job " in ran.stderr and "(modelled)" in ran.stderr  # each step's rate says so
+    assert re.search(r"job [\d,]+\.\d/s \(modelled\), peak", ran.stderr)  # each step's says so
+    # the dashboard's and the API's answer for the sweep: the same, over the link it was
+    # begun with (its stored arguments)
+    store = Store(db_url)
+    ((found, _),) = store.sweeps()
+    served = queries.sweep_recommendation(found, store.sweep_trials(found.id))
+    assert served.best.spec.hash == best["spec"]["hash"]
+    assert served.best.samples_per_s == pytest.approx(best["job"]["samples_per_s"])
     stored = advisor.history(model="tiny_mlp", gpus=2, db_url=db_url)
     assert stored and all(r.job is None and r.spec.gpus == 2 for r in stored)  # the ranks'
     assert {r.spec.strategy.value for r in stored} == {"ddp", "fsdp"}  # the strategy: an axis

@@ -551,20 +551,22 @@ os._exit(0)
 
 @pytest.mark.parametrize(
     "strategy, knobs",
-    [("ddp", ()), ("fsdp", ()),
-     ("fsdp", ("fsdp.param_dtype=bf16", "fsdp.reduce_dtype=fp32",
-               "fsdp.reshard_after_forward=false"))],
-    ids=["ddp", "fsdp", "fsdp-knobs"],
+    [("ddp", ("gpus=2",)), ("fsdp", ("gpus=2",)),
+     ("fsdp", ("gpus=2", "fsdp.param_dtype=bf16", "fsdp.reduce_dtype=fp32",
+               "fsdp.reshard_after_forward=false")),
+     ("hsdp", ("gpus=4", "nodes=2"))],
+    ids=["ddp", "fsdp", "fsdp-knobs", "hsdp"],
 )  # fmt: skip
-def test_torch_lines_of_a_job_on_two_ranks_train_under_torchrun(strategy, knobs, tmp_path):
-    """The lines run as the user runs them, under torchrun (gloo on the CPU), two processes:
-    each rank trains its own samples, and afterwards both hold the same model (DDP averaged
-    the gradients, its first micro batch under no_sync; FSDP2 holds half of it a rank)."""
-    spec = spec_of("model=tiny_mlp", "batch_size=4", "grad_accum=2", "gpus=2",
-                   f"strategy={strategy}", *knobs)  # fmt: skip
+def test_torch_lines_of_a_job_train_under_torchrun(strategy, knobs, tmp_path):
+    """The lines run as the user runs them, under torchrun (gloo on the CPU), a process a
+    rank: each rank trains its own samples, and afterwards all hold the same model (DDP
+    averaged the gradients, its first micro batch under no_sync; FSDP2 holds half of it a
+    rank; HSDP, 2 x 2, half a rank too, its shards all-reduced across the pairs)."""
+    spec = spec_of("model=tiny_mlp", "batch_size=4", "grad_accum=2", f"strategy={strategy}",
+                   *knobs)  # fmt: skip
     emitted = trainer_config(spec, "torch")
-    assert "torchrun --nproc_per_node=2 train.py" in emitted.text
-    if knobs:  # FSDP2's knobs, as the trial sharded it
+    assert f"torchrun --nproc_per_node={spec.gpus} train.py" in emitted.text
+    if "fsdp.param_dtype=bf16" in knobs:  # FSDP2's knobs, as the trial sharded it
         assert "fully_shard(block, reshard_after_forward=False, mp_policy=policy)" in emitted.text
         assert "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)" in (
             emitted.text
@@ -573,18 +575,19 @@ def test_torch_lines_of_a_job_on_two_ranks_train_under_torchrun(strategy, knobs,
     (tmp_path / "harness.py").write_text(RANKS_HARNESS)
     out = tmp_path / "ranks.json"
     ran = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-         str(tmp_path / "harness.py"), str(tmp_path / "emitted.py"), str(out)],
+        [sys.executable, "-m", "torch.distributed.run", "--standalone",
+         f"--nproc_per_node={spec.gpus}", str(tmp_path / "harness.py"),
+         str(tmp_path / "emitted.py"), str(out)],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr[-3000:]
-    first, second = json.loads(out.read_text())
-    assert first["moved"] and second["moved"]
-    assert first["sum"] == second["sum"]  # the same model on both ranks, though fed apart
+    ranks = json.loads(out.read_text())
+    assert len(ranks) == spec.gpus and all(r["moved"] for r in ranks)
+    assert len({r["sum"] for r in ranks}) == 1  # the same model on every rank, though fed apart
     whole = sum(math.prod(s) for s in shapes_of_tiny_mlp())
-    assert first["whole"] == whole
-    # DDP: each rank the whole model; FSDP2: half each, the head's 10 rows padded to 2 x 5
-    assert first["local"] == (whole if strategy == "ddp" else whole // 2)
+    assert {r["whole"] for r in ranks} == {whole}
+    # DDP: each rank the whole model; FSDP2 and HSDP: half each (the head's 10 rows: 2 x 5)
+    assert ranks[0]["local"] == (whole if strategy == "ddp" else whole // 2)
 
 
 def shapes_of_tiny_mlp() -> list[tuple[int, ...]]:

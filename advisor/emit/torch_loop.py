@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from advisor.emit import lines
 from advisor.emit.lines import TrainerConfig
-from advisor.spec import Device, Precision, ShardDtype, Strategy, TrialSpec
-
-TORCH_DTYPES = {ShardDtype.bf16: "torch.bfloat16", ShardDtype.fp16: "torch.float16",
-                ShardDtype.fp32: "torch.float32"}  # fmt: skip
+from advisor.spec import Device, Precision, Strategy, TrialSpec
 
 
 def torch_config(spec: TrialSpec) -> TrainerConfig:
@@ -111,7 +108,10 @@ def rank_imports(spec: TrialSpec) -> list[str]:
         if spec.strategy is Strategy.ddp
         else f"from torch.distributed.fsdp import {'MixedPrecisionPolicy, ' * policy}fully_shard"
     )
-    return ["import torch.distributed as dist", spread]
+    mesh = ["from torch.distributed.device_mesh import init_device_mesh"] * (
+        spec.strategy is Strategy.hsdp
+    )
+    return ["import torch.distributed as dist", *mesh, spread]
 
 
 def rank_lines(spec: TrialSpec) -> list[str]:
@@ -139,12 +139,22 @@ def spread_lines(spec: TrialSpec) -> list[str]:
         return [f"model = DistributedDataParallel(model{', ' + ids if ids else ''})"]
     block = lines.python(spec.model.block)
     dtypes = {"param_dtype": spec.param_dtype, "reduce_dtype": spec.reduce_dtype}
-    policy = ", ".join(f"{k}={TORCH_DTYPES[v]}" for k, v in dtypes.items() if v is not None)
+    policy = ", ".join(f"{k}=torch.{v.torch_name}" for k, v in dtypes.items() if v is not None)
     policy_lines = [f"policy = MixedPrecisionPolicy({policy})"] if policy else []
     given = ", mp_policy=policy" if policy else ""
+    mesh_lines = []
+    if spec.strategy is Strategy.hsdp:  # sharded within each node, replicated across them
+        device = spec.device.value
+        shard = spec.gpus // spec.replicas
+        mesh_lines = [
+            f'mesh = init_device_mesh("{device}", ({spec.replicas}, {shard}), '
+            'mesh_dim_names=("replicate", "shard"))'
+        ]
+        given = ", mesh=mesh" + given
     reshard = "" if spec.reshard_after_forward else ", reshard_after_forward=False"
     return [
         "# each block sharded over the ranks, then the root (FSDP2)",
+        *mesh_lines,
         *policy_lines,
         f"blocks = [m for m in model.modules() if type(m).__name__ == {block}]",
         "for block in blocks:",

@@ -44,8 +44,8 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Phrases
         rate = f"{t.samples_per_s:,.1f}/s{rate_precision(t)}" if t else "-"
         if t is not None and t.cut:
             rate = f"{t.samples_per_s:,.1f}/s (cut: cannot beat the best)"
-        if step.result.job is not None:  # a rank's: its job's rate, communication modelled
-            rate = f"job {rate} (modelled)"
+        if step.result.job is not None and t is not None:  # a rank's, as its job (modelled:
+            rate = f"job {t.samples_per_s:,.1f}/s (modelled)"  # no measured precision holds)
         fate = [
             f"{rate}, ",
             f"peak {gib(m.device_peak_bytes)} ({'fits' if step.feasible else 'too big'})",
@@ -75,10 +75,9 @@ def measured_again_line(result: TrialResult, why: str) -> Phrases:
     t, m = result.throughput, result.memory
     fate = [result.status.value]
     if result.status is Status.ok and t is not None and m is not None:
-        job = "job " if result.job is not None else ""
+        rate = f"{t.samples_per_s:,.1f}/s"
         fate = [
-            f"{job}{t.samples_per_s:,.1f}/s{rate_precision(t)}"
-            + (" (modelled), " if job else ", "),
+            f"job {rate} (modelled), " if result.job else f"{rate}{rate_precision(t)}, ",
             f"peak {gib(m.device_peak_bytes)}",
         ]
         if t.machine_load is not None and t.machine_load > LOAD_NOISE:
@@ -108,7 +107,8 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
         Phrases(
             Text.assemble(("recommended: ", "bold green"), (describe_spec(best.spec), "bold"),
                           " — "),
-            f"{throughput.samples_per_s:,.1f} samples/s{rate_precision(throughput)}, ",
+            f"{throughput.samples_per_s:,.1f} samples/s"
+            + (" for the job (modelled), " if best.job else f"{rate_precision(throughput)}, "),
             f"device peak {gib(memory.device_peak_bytes)} of {gib(target.memory_bytes)} ",
             f"({gib(rec.margin_left_bytes)} left), ", f"trial {best.id}",
         )

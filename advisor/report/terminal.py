@@ -107,6 +107,8 @@ def knobs_of(s: TrialSpec) -> str:
     """A setting's knobs, without the model and device that a table of one model's trials
     names once."""
     knobs = [s.strategy.value] if s.strategy else []
+    if s.replicas > 1:  # hsdp: replicas of a node's shards
+        knobs[-1] += f" {s.replicas}x{s.gpus // s.replicas}"
     said = {
         "reshard_after_forward": lambda v: "no reshard after forward",
         "param_dtype": lambda v: f"gather {v}",

@@ -11,7 +11,15 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 
 from advisor.errors import ConfigError
 from advisor.settings import SpaceConfig
-from advisor.spec import Checkpointing, Device, OptimizerSpec, Precision, Strategy, TrialSpec
+from advisor.spec import (
+    FSDP_DEFAULTS,
+    Checkpointing,
+    Device,
+    OptimizerSpec,
+    Precision,
+    Strategy,
+    TrialSpec,
+)
 
 START_BATCH = 32  # the designed start's micro batch, where the space allows it
 Choice = bool | int | float | str | None  # a value Optuna can choose for an axis
@@ -23,7 +31,7 @@ PREFERRED: dict[str, list[Choice]] = {
     "channels_last": [True, False],
     "compile": [False, True],  # compiling costs minutes: try it as a change, not first
     "expandable_segments": [False, True],
-    "strategy": ["ddp", "fsdp"],  # the whole model on each rank is less to move when it fits
+    "strategy": ["ddp", "hsdp", "fsdp"],  # whole on each rank: the least to move, if it fits
 }
 
 
@@ -37,6 +45,7 @@ class Space:
         optimizers: dict[str, TrialSpec],  # implementation name -> base spec with it
         effective_batch_size: int | None,
         target_memory_bytes: int | None = None,  # sizes the default batch sizes
+        nodes: int = 1,  # a job's machines: hsdp's replicas
     ) -> None:
         self.base, self.optimizers = base, optimizers
         self.effective_batch_size = effective_batch_size
@@ -50,10 +59,12 @@ class Space:
             "compile": list(config.compile),
             "expandable_segments": list(config.expandable_segments) if cuda else [False],
         }
+        self.nodes = nodes
         if base.gpus > 1:  # a job on several GPUs: how it spreads the model
             axes["strategy"] = [
-                s.value for s in config.strategy if base.model.block or s is not Strategy.fsdp
-            ]
+                s.value for s in config.strategy
+                if (base.model.block or not s.shards) and (nodes > 1 or s is not Strategy.hsdp)
+            ]  # fmt: skip
         if not base.model.block:
             axes["checkpointing"] = [Checkpointing.none.value]
         # Nuisance axes change what fits, hardly the speed: they keep the base's value, and
@@ -79,11 +90,18 @@ class Space:
             per_rank = effective_batch_size // base.gpus
             accum = [a for a in sorted(set(config.grad_accum)) if per_rank % a == 0]
             if not accum:
+                share = f" over gpus={base.gpus}: {per_rank} a rank" if base.gpus > 1 else ""
                 raise ConfigError(
                     f"no grad_accum in {list(config.grad_accum)} divides effective_batch_size="
-                    f"{effective_batch_size}; add one to space.grad_accum"
+                    f"{effective_batch_size}{share}; add one to space.grad_accum"
                 )
             axes["grad_accum"] = accum
+        if base.gpus > 1 and not axes["strategy"]:
+            raise ConfigError(
+                f"space.strategy={[s.value for s in config.strategy]} leaves nothing to search: "
+                "fsdp and hsdp shard the model's blocks (the workload's block=), hsdp over "
+                "nodes=2 or more; add ddp"
+            )
         for name, values in axes.items():
             if not values:
                 raise ConfigError(f"space.{name} is empty; give it at least one value")
@@ -122,10 +140,14 @@ class Space:
             if self.effective_batch_size is not None
             else as_int(p["batch_size"])
         )
-        strategy = p.get("strategy")
+        strategy = None if p.get("strategy") is None else Strategy(p["strategy"])
+        base = self.optimizers[str(p["optimizer"])]
+        if strategy is not None and not strategy.shards:  # (FSDP2's knobs are FSDP2's alone)
+            base = dataclasses.replace(base, **FSDP_DEFAULTS)
         return dataclasses.replace(
-            self.optimizers[str(p["optimizer"])],
-            strategy=None if strategy is None else Strategy(strategy),
+            base,
+            strategy=strategy,
+            replicas=self.nodes if strategy is Strategy.hsdp else 1,
             batch_size=batch,
             grad_accum=accum,
             checkpointing=Checkpointing(p["checkpointing"]),
@@ -212,13 +234,14 @@ def space_of(
     base: TrialSpec,
     effective_batch_size: int | None = None,
     target_memory_bytes: int | None = None,
+    nodes: int = 1,
 ) -> Space:
     """The space of a sweep: its axes (space.*), and a base spec for each optimizer searched
     (config.searched_optimizers)."""
     if effective_batch_size is not None and effective_batch_size < 1:
         raise ConfigError(f"effective_batch_size must be positive, got {effective_batch_size}")
     specs = {name: dataclasses.replace(base, optimizer=o) for name, o in optimizers.items()}
-    return Space(base, space_config, specs, effective_batch_size, target_memory_bytes)
+    return Space(base, space_config, specs, effective_batch_size, target_memory_bytes, nodes)
 
 
 def as_int(value: Choice) -> int:

@@ -37,7 +37,8 @@ def sweep_key(
 ) -> str:
     """The same command on the same kind of machine gives the same key: that is how it resumes.
     A job on several GPUs: its GPUs and the link its rates are modelled over count too."""
-    job = {} if space.base.gpus == 1 else {"gpus": space.base.gpus, "link": link}
+    base = space.base
+    job = {} if base.gpus == 1 else {"gpus": base.gpus, "link": link, **base.fsdp_knobs()}
     what = {
         **job,
         "model": [space.base.model.identity, space.base.model.versions],  # not its folder

@@ -192,7 +192,10 @@ class Sweeper:
                         reasons.append(job)
                         self._lock.notify_all()
                         return
+                    # timing is cut once a spec cannot beat the best; a job's best is a
+                    # modelled rate, which a rank's measured one is not held to
                     rate = self.progress.best.samples_per_s if self.progress.best else None
+                    rate = None if self.space.base.gpus > 1 else rate
                     self.on_measuring(slot, job.spec)
                 result = self.backend.measure(job.spec, slot, rate)
                 with self._lock:

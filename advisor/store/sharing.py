@@ -12,6 +12,7 @@ import os
 import secrets
 import socket
 import threading
+from collections.abc import Callable
 from typing import Protocol
 
 from sqlalchemy import delete, select, update
@@ -65,8 +66,14 @@ class Alone:
 class SharedSweep:
     """Others, through the results database."""
 
-    def __init__(self, store: Store, sweep_id: int) -> None:
+    def __init__(
+        self,
+        store: Store,
+        sweep_id: int,
+        seen: Callable[[TrialResult], TrialResult] = lambda result: result,
+    ) -> None:
         self.store, self.sweep_id = store, sweep_id
+        self.seen = seen  # what the search sees of a stored trial (a rank's as its whole job)
         self.host = this_host()
         token = secrets.token_hex(8)
         self.owner = f"{self.host}:{os.getpid()}:{token}"
@@ -169,7 +176,8 @@ class SharedSweep:
         """The search's trials of the sweep (each with whether it was reused from history; not
         the answer's repeats) not handed out before, this process's own included: the caller
         knows its own."""
-        new = [(r, reused) for r, reused in self.store.sweep_trials(self.sweep_id, repeats=False)
+        new = [(self.seen(r), reused)
+               for r, reused in self.store.sweep_trials(self.sweep_id, repeats=False)
                if r.id not in self._seen]  # fmt: skip
         self._seen.update(r.id for r, _ in new if r.id is not None)
         return new

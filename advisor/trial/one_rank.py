@@ -6,7 +6,8 @@ chunk), so the memory is the rank's and the time is its compute, less any commun
 
 DDP holds the model whole on each rank and all-reduces gradient buckets; FSDP2's fully_shard,
 on each of the model's blocks and then its root, keeps parameters, gradients and optimizer
-state in shards of 1/N and gathers a block's parameters as it runs.
+state in shards of 1/N and gathers a block's parameters as it runs; HSDP is FSDP2 on a 2-D
+mesh, sharding within each node's GPUs and all-reducing the shards' gradients across nodes.
 """
 
 # (no `from __future__ import annotations`: DDP reads the hook's annotations as objects)
@@ -21,8 +22,6 @@ from advisor.spec import ShardDtype, Strategy, TrialSpec
 from advisor.trial.collectives import Collectives
 
 FAKE = "fake"  # torch's process-group backend that communicates nothing
-DTYPES = {ShardDtype.bf16: torch.bfloat16, ShardDtype.fp16: torch.float16,
-          ShardDtype.fp32: torch.float32}  # fmt: skip
 
 
 def join(spec: TrialSpec) -> None:
@@ -53,11 +52,20 @@ def spread(
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    mesh = init_device_mesh(device.type, (spec.gpus,))
+    mesh = (
+        init_device_mesh(
+            device.type,
+            (spec.replicas, spec.gpus // spec.replicas),
+            mesh_dim_names=("replicate", "shard"),
+        )  # fmt: skip
+        if spec.strategy is Strategy.hsdp  # (a 2-D mesh: FSDP2 replicates over its first)
+        else init_device_mesh(device.type, (spec.gpus,))
+    )
     blocks = [m for m in model.modules() if type(m).__name__ == spec.model.block]
     if not blocks:  # (the root alone would gather the whole model: not what fsdp= asked)
+        name = spec.strategy.value if spec.strategy else "fsdp"
         raise WorkloadError(
-            f"strategy=fsdp shards each {spec.model.block}, and {spec.model.name} has none: "
+            f"strategy={name} shards each {spec.model.block}, and {spec.model.name} has none: "
             "name its block class with block= (or model.block=)"
         )
     policy = MixedPrecisionPolicy(param_dtype=_dtype(spec.param_dtype),
@@ -70,7 +78,7 @@ def spread(
 
 
 def _dtype(given: ShardDtype | None) -> torch.dtype | None:
-    return None if given is None else DTYPES[given]
+    return None if given is None else getattr(torch, given.torch_name)
 
 
 def _bucket_as_it_is(

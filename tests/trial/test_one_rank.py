@@ -131,6 +131,32 @@ def test_fsdp2s_knobs_change_what_its_collectives_carry():
         spec_of("model=tiny_mlp", "gpus=4", "fsdp.param_dtype=bf16")
 
 
+def test_hsdp_shards_within_a_node_and_all_reduces_the_shards_across_nodes():
+    """HSDP over 8 GPUs on 2 nodes: a rank holds a quarter (its node's shard, as FSDP2 at 4),
+    gathers and scatters as FSDP2 at 4 does, and all-reduces its reduced shard with the
+    other node's; nodes that cannot form the mesh are one line."""
+    hsdp = run_trial(spec_of("model=tiny_mlp", "batch_size=16", "gpus=8", "strategy=hsdp",
+                             "nodes=2"), FAST, timeout_s=120)  # fmt: skip
+    fsdp = run_trial(spec_of("model=tiny_mlp", "batch_size=16", "gpus=4", "strategy=fsdp"),
+                     FAST, timeout_s=120)  # fmt: skip
+    assert (hsdp.status, fsdp.status) == (Status.ok, Status.ok), hsdp.failure
+    shard = rank0_bytes(4)
+    assert (hsdp.memory.params_bytes, hsdp.memory.grads_bytes) == (shard, shard)
+    h, f = hsdp.throughput, fsdp.throughput
+    assert h.all_gather_bytes == f.all_gather_bytes
+    assert h.reduce_scatter_bytes == f.reduce_scatter_bytes
+    assert h.all_reduce_bytes == shard and f.all_reduce_bytes == 0
+    said = describe_spec(hsdp.spec)
+    assert said == "tiny_mlp on rank 0 of 8 cpu: hsdp 2x4, batch 16, default, adamw"
+    for nodes, said in (
+        (1, "strategy=hsdp shards within each node and replicates across nodes: give nodes=M"),
+        (3, "strategy=hsdp over gpus=8 and nodes=3 shards each node's GPUs: give nodes that"),
+        (8, "strategy=hsdp over gpus=8 and nodes=8 shards each node's GPUs: give nodes that"),
+    ):
+        with pytest.raises(ConfigError, match=f"^{said}"):
+            spec_of("model=tiny_mlp", "gpus=8", "strategy=hsdp", f"nodes={nodes}")
+
+
 def test_one_gpus_spec_is_as_it_was_and_bad_ranks_are_one_line():
     spec = spec_of("model=tiny_mlp")
     assert "gpus" not in spec.to_dict() and spec.gpus == 1 and spec.strategy is None
