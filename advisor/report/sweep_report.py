@@ -120,8 +120,8 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
             Phrases(
                 "memory is a rank's, measured (NCCL's own buffers not in it); ",
                 "rates below are each job's, modelled the same way; ",
-                f"run it with torchrun --nproc_per_node={n} train.py ",
-                "(emit=torch prints the lines)",
+                f"run it with torchrun, a process a GPU: --nproc_per_node={n} on one node ",
+                "(over M nodes: --nnodes=M and each node's count); emit=torch prints the lines",
                 style="grey50",
             ),
         ]

@@ -185,3 +185,21 @@ def test_a_ranks_trial_is_imported_and_fsdp_without_its_block_is_one_line(db_url
     assert Store(db_url).trials() == []  # (what predicts for one GPU does not see it)
     with pytest.raises(WorkloadError, match="has no module of class 'NoSuchBlock'"):
         spec_of("model=tiny_mlp", "gpus=2", "strategy=fsdp", "model.block=NoSuchBlock")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp", "hsdp"])
+def test_on_cuda_a_ranks_shards_and_collectives_are_the_cpus(strategy):
+    """On a GPU, where autograd runs FSDP2's reduce-scatters on a thread of its own and its
+    gathers on a stream of their own, a rank holds and records what it does on the CPU."""
+    extra = ("gpus=8", "nodes=2") if strategy == "hsdp" else ("gpus=4",)
+    settings = ("model=tiny_mlp", "batch_size=16", f"strategy={strategy}", *extra)
+    on_cpu = run_trial(spec_of(*settings), FAST, timeout_s=120)
+    on_gpu = run_trial(spec_of(*settings, "device=cuda"), FAST, timeout_s=300)
+    assert (on_cpu.status, on_gpu.status) == (Status.ok, Status.ok), on_gpu.failure
+    assert on_gpu.memory.params_bytes == on_cpu.memory.params_bytes
+    assert on_gpu.memory.grads_bytes == on_cpu.memory.grads_bytes
+    fields = ("all_reduce_bytes", "all_gather_bytes", "reduce_scatter_bytes", "collectives")
+    assert [getattr(on_gpu.throughput, f) for f in fields] == [
+        getattr(on_cpu.throughput, f) for f in fields
+    ]
