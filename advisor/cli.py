@@ -26,6 +26,7 @@ from advisor.console import (
 from advisor.emit.trainers import Trainer, require, trainer_of
 from advisor.errors import (
     AdvisorError,
+    ConfigError,
     EstimateError,
     StoreError,
     TrialNotKept,
@@ -154,6 +155,7 @@ def sweep(overrides: Overrides = None, as_json: JsonFlag = False) -> None:
 
     with prints_to_stderr():
         cfg = verbs.configure(overrides=given)
+        _check_emit_for(trainer, cfg.gpus)
     _check_plot(cfg.plot)
     with SweepDisplay(err, cfg.trials, cfg.minutes) as display, prints_to_stderr():
         events = verbs.SweepEvents(
@@ -238,6 +240,7 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
     from advisor import verbs
 
     with prints_to_stderr():
+        _check_emit_for(trainer, verbs.configure(overrides=given).gpus)
         rec = verbs.recommend(overrides=given)
     if as_json:
         print(json.dumps({**rec.to_dict(), **_emitted_dict(rec, trainer)}, indent=2))
@@ -286,6 +289,16 @@ def _check_plot(plot: str | None) -> None:
 
 def _as_dict(versus: Against | None) -> dict[str, object] | None:
     return versus.to_dict() if versus else None
+
+
+def _check_emit_for(trainer: Trainer | None, gpus: int) -> None:
+    """A trainer's words for a job on several GPUs are torch's alone so far: said before the
+    search, not after it."""
+    if trainer is not None and gpus > 1 and trainer is not Trainer.torch:
+        raise ConfigError(
+            f"emit={trainer.value} of a job on {gpus} GPUs is not written yet: emit=torch "
+            "prints the lines torchrun runs"
+        )
 
 
 def _emit_option(overrides: list[str]) -> tuple[Trainer | None, list[str]]:

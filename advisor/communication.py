@@ -87,8 +87,24 @@ def job_step(
         hidden_s=hidden,
         step_s=step,
         samples_per_s=spec.effective_batch_size / step,
-        how=f"{link.says}; {overlap}, the largest collective not hidden"
-        + ("" if copied_at else "; the fake group's copies not taken out (no GPU profile)"),
+        how=f"{_links(spec, link)}; {overlap}, the largest collective not hidden"
+        + (
+            ""
+            if copied_at
+            else "; the fake group's copies not taken out (the rank's device "
+            "has no GPU profile to price them at)"
+        ),
+        nodes=link.nodes,
+    )
+
+
+def _links(spec: TrialSpec, link: Interconnect) -> str:
+    """The link in words: HSDP's two, or the one every collective is held to."""
+    if spec.strategy is not Strategy.hsdp or not (link.within and link.between):
+        return link.says
+    return (
+        f"gathers and scatters within a node at {link.within / 1e9:g} GB/s, the shards' "
+        f"all-reduce {link.says}"
     )
 
 

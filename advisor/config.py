@@ -154,6 +154,24 @@ def refuse_search_settings(overrides: list[str]) -> None:
             )
 
 
+def check_job(cfg: DictConfig) -> None:
+    """A job's settings that a question of history (recommend) can get wrong, said as the
+    spec and the sweep say them."""
+    if cfg.gpus == 1:
+        return
+    batch = cfg.effective_batch_size
+    if batch is not None and batch % cfg.gpus:
+        raise ConfigError(
+            f"effective_batch_size={batch} over gpus={cfg.gpus} is uneven: give a multiple of "
+            f"{cfg.gpus}"
+        )
+    if cfg.strategy is Strategy.hsdp and cfg.nodes < 2:
+        raise ConfigError(
+            "strategy=hsdp shards within each node and replicates across nodes: give nodes=M, "
+            "2 or more"
+        )
+
+
 def trial_spec(cfg: DictConfig) -> TrialSpec:
     """The TrialSpec a composed config describes; ConfigError says what is wrong with it, and
     WorkloadError what is wrong with the workload (loaded here, and one batch made on the CPU)."""

@@ -67,7 +67,9 @@ def interconnect(
 
 
 def check_nodes(gpu: Mapping[str, Any], gpus: int, nodes: int) -> None:
-    """nodes= that can hold gpus=: ConfigError in one line for any other."""
+    """nodes= that can hold gpus=, and the gpu node's bandwidths where given (as GB/s):
+    ConfigError in one line for any other."""
+    check_figures(gpu)
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
         raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
     if nodes > 1 and gpus == 1:
@@ -80,6 +82,12 @@ def check_nodes(gpu: Mapping[str, Any], gpus: int, nodes: int) -> None:
             f"gpus={gpus} over nodes={nodes} is {gpus // nodes} a node, and a "
             f"{gpu.get('name')} node holds {per_node}: give nodes={-(-gpus // int(per_node))}"
         )
+
+
+def check_figures(gpu: Mapping[str, Any]) -> None:
+    """The gpu node's bandwidths, where given, as GB/s: ConfigError in one line for another."""
+    for key in ("intra_node_busbw", "inter_node_busbw", "memory_bandwidth"):
+        _gb_per_s(gpu.get(key), key)
 
 
 def resolved(gpu: Mapping[str, Any], device_name: str | None) -> dict[str, Any]:

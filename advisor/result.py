@@ -207,6 +207,7 @@ class JobStep:
     step_s: float  # compute_s + communication_s - hidden_s
     samples_per_s: float  # the job's global batch / step_s
     how: str  # the link and the overlap, in words
+    nodes: int = 1  # the machines the job's GPUs were modelled over
 
     @property
     def exposed_s(self) -> float:

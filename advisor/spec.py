@@ -188,7 +188,7 @@ class TrialSpec:
             raise ConfigError(
                 f"gpus={self.gpus} takes strategy=ddp, fsdp or hsdp"
                 if self.gpus > 1
-                else "strategy= spreads a job over several GPUs: give gpus=N too"
+                else "strategy= spreads a job over several GPUs: give gpus=N, 2 or more"
             )
 
     def fsdp_knobs(self) -> dict[str, Any]:

@@ -178,6 +178,7 @@ def recommend(
     device = device_of(cfg.device)
     target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, device)
     interconnect.check_nodes({}, cfg.gpus, cfg.nodes)  # (nodes= without gpus=: said)
+    config.check_job(cfg)  # (what would otherwise be "nothing measured")
     trials = stored_trials(existing(cfg.db_url), identity.name, device, identity, cfg.gpus)
     if cfg.gpus > 1:  # ranks of a job: each as the whole job, its communication modelled
         local = gpus.local_gpu() if device is Device.cuda else None
@@ -336,8 +337,9 @@ def sweep(
     taken_up = study.resumed(record, optuna_study.study_name, len(used), planned.arguments)
     events.started(
         sweep_id,
-        f"{base.model.name} on {device_name} for {target.name}: {space.size()} combinations to "
-        "search",
+        f"{base.model.name} on {device_name} for {target.name}"
+        + (f" (a job on {base.gpus} GPUs: a rank of each measured)" if base.gpus > 1 else "")
+        + f": {space.size()} combinations to search",
         taken_up,
         len(slots),
     )

@@ -148,6 +148,7 @@ def test_run_shows_the_jobs_step_and_refuses_a_node_too_small(db_url):
     for extra, said in (
         (["gpus=16"], "gpus=16 over nodes=1 is 16 a node, and a h200 node holds 8: give nodes=2"),
         (["gpus=1", "strategy=null"], "gpu= does not apply to run"),
+        (["gpu.intra_node_busbw=fast"], "gpu.intra_node_busbw='fast': give GB/s as a positive"),
     ):
         refused = command(*args, *extra, db_url=db_url)
         assert refused.returncode == 2 and said in refused.stderr, refused.stderr
@@ -183,6 +184,12 @@ def test_recommend_ranks_a_jobs_settings_by_their_modelled_step(db_url):
     emitted = rec.emit("torch").text
     assert "torchrun --nproc_per_node=4 train.py" in emitted
     assert "model = DistributedDataParallel(model)" in emitted
+    for bad, said in (
+        ({"effective_batch_size": 63}, "effective_batch_size=63 over gpus=4 is uneven"),
+        ({"strategy": "hsdp"}, 'strategy="hsdp" shards within each node and replicates'),
+    ):  # (in Python's words: the API's errors name its keyword arguments)
+        with pytest.raises(ConfigError, match=f"^{said}"):
+            advisor.recommend("tiny_mlp", device="cpu", gpus=4, gpu=slow, db_url=db_url, **bad)
     with pytest.raises(ConfigError, match="^no GPU is named whose interconnect to model"):
         advisor.recommend("tiny_mlp", device="cpu", gpus=4, gpu={"memory": "64MiB"},
                           db_url=db_url)  # fmt: skip
@@ -224,6 +231,10 @@ def test_a_sweep_of_a_job_searches_its_strategy_and_ranks_by_the_jobs_step(db_ur
     emitted = command(*sweep, "emit=torch", db_url=db_url)  # (resumed: nothing measured)
     assert emitted.returncode == 0 and "torchrun --nproc_per_node=2 train.py" in emitted.stdout
     assert len(advisor.history(model="tiny_mlp", gpus=2, db_url=db_url)) == len(stored)
+    before = len(advisor.history(db_url=db_url))
+    hf = command(*sweep, "emit=hf", db_url=db_url)  # (said before the search, not after it)
+    assert hf.returncode == 2 and "emit=hf of a job on 2 GPUs is not written yet" in hf.stderr
+    assert len(advisor.history(db_url=db_url)) == before
     uneven = command(*sweep, "effective_batch_size=63", db_url=db_url)
     assert uneven.returncode == 2
     assert uneven.stderr.strip() == (

@@ -565,7 +565,8 @@ def test_torch_lines_of_a_job_train_under_torchrun(strategy, knobs, tmp_path):
     spec = spec_of("model=tiny_mlp", "batch_size=4", "grad_accum=2", f"strategy={strategy}",
                    *knobs)  # fmt: skip
     emitted = trainer_config(spec, "torch")
-    assert f"torchrun --nproc_per_node={spec.gpus} train.py" in emitted.text
+    launch = "--nnodes=2 --nproc_per_node=2" if strategy == "hsdp" else "--nproc_per_node=2"
+    assert f"torchrun {launch}" in emitted.text
     if "fsdp.param_dtype=bf16" in knobs:  # FSDP2's knobs, as the trial sharded it
         assert "fully_shard(block, reshard_after_forward=False, mp_policy=policy)" in emitted.text
         assert "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)" in (

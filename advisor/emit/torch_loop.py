@@ -94,6 +94,13 @@ def torch_config(spec: TrialSpec) -> TrainerConfig:
 
 def launch_lines(spec: TrialSpec) -> list[str]:
     """How a job on several GPUs is started: a process a GPU (torchrun's own flags for nodes)."""
+    if spec.replicas > 1:  # hsdp: its mesh is nodes x a node's GPUs
+        per_node = spec.gpus // spec.replicas
+        return [
+            f"run it as {spec.gpus} processes, one a GPU, on {spec.replicas} nodes of "
+            f"{per_node}: torchrun --nnodes={spec.replicas} --nproc_per_node={per_node} "
+            "--rdzv_endpoint=HOST:PORT train.py on each"
+        ]
     return [
         f"run it as {spec.gpus} processes, one a GPU: "
         f"torchrun --nproc_per_node={spec.gpus} train.py",

@@ -120,8 +120,13 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
             Phrases(
                 "memory is a rank's, measured (NCCL's own buffers not in it); ",
                 "rates below are each job's, modelled the same way; ",
-                f"run it with torchrun, a process a GPU: --nproc_per_node={n} on one node ",
-                "(over M nodes: --nnodes=M and each node's count); emit=torch prints the lines",
+                "run it with torchrun, a process a GPU: "
+                + (
+                    f"--nnodes={best.job.nodes} --nproc_per_node={n // best.job.nodes}; "
+                    if best.job.nodes > 1
+                    else f"--nproc_per_node={n}; "
+                ),
+                "emit=torch prints the lines",
                 style="grey50",
             ),
         ]

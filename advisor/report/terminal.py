@@ -249,7 +249,9 @@ def _throughput_lines(result: TrialResult) -> Group:
     t = result.throughput
     assert t is not None
     cpu = " on the CPU" if result.spec.device.value == "cpu" else ""
-    rates = [f"throughput: {rate(t)} samples/s{cpu}{rate_precision(t)}"]
+    ranks = result.spec.gpus
+    said = f"{ranks} ranks' samples over rank 0's step, no communication: " if ranks > 1 else ""
+    rates = [f"throughput: {said}{rate(t)} samples/s{cpu}{rate_precision(t)}"]
     if t.tokens_per_s:
         rates.append(f"{t.tokens_per_s:,.0f} tokens/s")
     steps = [f"step {t.step_s_median * 1e3:.2f} ms median, ", f"IQR {t.spread:.1%} of it; ",
@@ -290,21 +292,26 @@ def job_lines(result: TrialResult, job: JobStep | str | None) -> Group:
     assert t is not None
     carried = [f"{kind.value.replace('_', '-')} {gib(nbytes)}"
                for kind, nbytes in (carried_bytes(t) or {}).items() if nbytes]  # fmt: skip
-    ms = 1e3
+    copies = (f"measured {seconds(job.measured_s)}, less the fake group's copies "
+              f"{seconds(job.local_copies_s)}" if job.local_copies_s else "measured")  # fmt: skip
     return Group(
         Phrases(
             f"the job on {result.spec.gpus} GPUs: {job.samples_per_s:,.1f} samples/s, ",
-            f"step {job.step_s * ms:.2f} ms (modelled) = ",
-            f"compute {job.compute_s * ms:.2f} ms (measured {job.measured_s * ms:.2f}, ",
-            f"less the fake group's copies {job.local_copies_s * ms:.2f}) ",
-            f"+ communication not hidden {job.exposed_s * ms:.2f} ms ",
-            f"(of {job.communication_s * ms:.2f} on the wire: ",
+            f"step {seconds(job.step_s)} (modelled) = ",
+            f"compute {seconds(job.compute_s)} ({copies}) ",
+            f"+ communication not hidden {seconds(job.exposed_s)} ",
+            f"(of {seconds(job.communication_s)} on the wire: ",
             f"{', '.join(carried)} a step, in {t.collectives} collective"
             + ("s)" if t.collectives != 1 else ")"),
             style="bold",
         ),
         Phrases(f"modelled: {job.how}", style="grey50"),
     )
+
+
+def seconds(s: float) -> str:
+    """A short time in the unit that shows it: 12.34 ms, 4.1 µs."""
+    return f"{s * 1e3:.2f} ms" if s >= 1e-4 or s == 0 else f"{s * 1e6:.1f} µs"
 
 
 def _share(value: int | None, total: int | None) -> str:

@@ -98,9 +98,9 @@ class Space:
             axes["grad_accum"] = accum
         if base.gpus > 1 and not axes["strategy"]:
             raise ConfigError(
-                f"space.strategy={[s.value for s in config.strategy]} leaves nothing to search: "
-                "fsdp and hsdp shard the model's blocks (the workload's block=), hsdp over "
-                "nodes=2 or more; add ddp"
+                f"space.strategy={[s.value for s in config.strategy]} leaves nothing to search "
+                "here: hsdp needs nodes=2 or more, and fsdp and hsdp the model's blocks (the "
+                "workload's block=)"
             )
         for name, values in axes.items():
             if not values:

@@ -163,7 +163,9 @@ def test_one_gpus_spec_is_as_it_was_and_bad_ranks_are_one_line():
     assert spec_of("model=tiny_mlp", "gpus=2").hash != spec.hash
     with pytest.raises(ConfigError, match="gpus must be a positive integer, got 0"):
         spec_of("model=tiny_mlp", "gpus=0")
-    with pytest.raises(ConfigError, match="strategy= spreads a job over several GPUs: give gpus"):
+    with pytest.raises(
+        ConfigError, match="strategy= spreads a job over several GPUs: give gpus=N, 2 or more"
+    ):
         spec_of("model=tiny_mlp", "strategy=fsdp")
     with pytest.raises(ConfigError, match="strategy=fsdp shards each of the model's blocks"):
         spec_of("model=tiny_mlp", "gpus=2", "strategy=fsdp", "model.block=null")
