@@ -86,7 +86,7 @@ def sweep(db_url: str, out: str) -> None:
     started = time.perf_counter()
     ran = subprocess.run(
         [sys.executable, "-m", "advisor", "sweep", "model=gpt2", "gpu=h200", "gpus=8",
-         "effective_batch_size=256", "minutes=8", "emit=torch", f"db_url={db_url}"],
+         "effective_batch_size=256", "minutes=7", "emit=torch", f"db_url={db_url}"],
         capture_output=True, text=True,
     )  # fmt: skip
     wall = time.perf_counter() - started
