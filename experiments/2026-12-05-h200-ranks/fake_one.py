@@ -3,9 +3,11 @@ plain step's memory (within 0.5%) and throughput (within 2%)? gpt2 (the catalog'
 KV cache), micro batch 8 of 1,024 tokens, bf16 autocast, fused AdamW, trained as advisor's
 trial trains it; DDP and FSDP2 wrapped as advisor's rank trial wraps them (DDP's comm hook
 hands back the bucket, FSDP2 on each GPT2Block and then the root). Each mode in a process of
-its own:
+its own. The same wrappers on a real NCCL group of one rank (ddp_nccl, fsdp_nccl) tell what the
+fake group changes from what a real group runs, and what NCCL's own memory is (the device's
+used memory, outside the allocator):
 
-    python fake_one.py OUT.jsonl              # plain, ddp and fsdp, in that order, twice
+    python fake_one.py OUT.jsonl              # plain, ddp, fsdp, ddp_nccl, fsdp_nccl, twice
     python fake_one.py OUT.jsonl MODE         # one mode (what the first form runs)
 """
 
@@ -37,16 +39,24 @@ def one(mode: str) -> dict:
     torch.manual_seed(0)
     with torch.device("cuda"):
         model = GPT2LMHeadModel(GPT2Config(n_positions=SEQ, vocab_size=50257, use_cache=False))
-    if mode != "plain":
+    if mode.endswith("nccl"):
+        torch.cuda.set_device(0)
+        dist.init_process_group("nccl", rank=0, world_size=1, store=dist.HashStore(),
+                                device_id=torch.device("cuda", 0))  # fmt: skip
+    elif mode != "plain":
         if "fake" not in dist.Backend.backend_list:
             importlib.import_module("torch.testing._internal.distributed.fake_pg")
         dist.init_process_group("fake", rank=0, world_size=1, store=dist.HashStore())
-    if mode == "ddp":
+    if mode == "ddp_nccl":
+        from torch.nn.parallel import DistributedDataParallel
+
+        model = DistributedDataParallel(model, device_ids=[0])  # (NCCL's own all-reduce)
+    elif mode == "ddp":
         from torch.nn.parallel import DistributedDataParallel
 
         model = DistributedDataParallel(model, device_ids=[0])
         model.register_comm_hook(None, hand_back)
-    elif mode == "fsdp":
+    elif mode.startswith("fsdp"):
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
@@ -76,9 +86,12 @@ def one(mode: str) -> dict:
         torch.cuda.synchronize()
         rates.append(BATCH * STEPS / (time.perf_counter() - started))
     stats = torch.cuda.memory_stats()
+    free, total = torch.cuda.mem_get_info()
     return {"mode": mode, "samples_per_s": statistics.median(rates), "rates": rates,
             "peak_allocated_bytes": stats["allocated_bytes.all.peak"],
             "peak_reserved_bytes": stats["reserved_bytes.all.peak"],
+            "reserved_bytes": stats["reserved_bytes.all.current"],
+            "device_used_bytes": total - free,
             "torch": torch.__version__}  # fmt: skip
 
 
@@ -88,6 +101,6 @@ if __name__ == "__main__":
         with open(out, "a") as f:
             f.write(json.dumps(one(sys.argv[2])) + "\n")
     else:
-        for mode in ("plain", "ddp", "fsdp") * 2:
+        for mode in ("plain", "ddp", "fsdp", "ddp_nccl", "fsdp_nccl") * 2:
             subprocess.run([sys.executable, __file__, out, mode], check=True)
             print(Path(out).read_text().splitlines()[-1], flush=True)

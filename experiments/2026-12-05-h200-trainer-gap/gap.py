@@ -6,7 +6,8 @@ the GPU each step (a synchronising copy; the trial's batch is made on the GPU), 
 per-step work. Each variant below changes one of them and trains in a process of its own:
 
     python gap.py measure DB_URL             # advisor.run: gpt2 b16 bf16 adamw_fused
-    python gap.py VARIANT DB_URL             # emitted | no_clip | gpu_tokens | both
+    python gap.py VARIANT DB_URL             # emitted | no_clip | gpu_tokens | both |
+                                             # no_nan_check | lean
     python gap.py summary DB_URL             # each run against the trial, as JSON
 
 Public API only; data synthetic, of the catalog's shapes (1,024 random tokens a sample, its
@@ -24,11 +25,15 @@ import advisor
 
 SETTING = {"model": "gpt2", "batch_size": 16, "precision": "bf16", "optimizer": "adamw_fused"}
 WARMUP, EVERY, STEPS = 20, 20, 220
-VARIANTS = {  # name: (clip gradients, tokens on the GPU)
-    "emitted": (True, False),
-    "no_clip": (False, False),
-    "gpu_tokens": (True, True),
-    "both": (False, True),
+VARIANTS = {  # name: (clip gradients, tokens on the GPU, the Trainer's nan/inf check of the loss)
+    "emitted": (True, False, True),
+    "no_clip": (False, False, True),
+    "gpu_tokens": (True, True, True),
+    "both": (False, True, True),
+    # second call: `logging_nan_inf_filter` (True by default) makes the Trainer ask the GPU
+    # whether each step's loss is nan or inf, a wait for the GPU every step
+    "no_nan_check": (True, False, False),
+    "lean": (False, True, False),
 }
 
 
@@ -42,7 +47,7 @@ def train(variant: str, db_url: str) -> None:
 
     from advisor.in_training.transformers_callback import AdvisorCallback
 
-    clip, on_gpu = VARIANTS[variant]
+    clip, on_gpu, nan_check = VARIANTS[variant]
     recommendation = advisor.recommend(model="gpt2", db_url=db_url)
     emitted = recommendation.emit("hf")
     print(emitted.text)
@@ -63,7 +68,10 @@ def train(variant: str, db_url: str) -> None:
         trainer.args.max_grad_norm = 0.0  # (the Trainer clips only above 0)
     if on_gpu:
         trainer.args.dataloader_pin_memory = False  # (CUDA tensors cannot be pinned)
-    print(variant, "max_grad_norm", trainer.args.max_grad_norm, "tokens on", tokens.device)
+    if not nan_check:
+        trainer.args.logging_nan_inf_filter = False
+    print(variant, "max_grad_norm", trainer.args.max_grad_norm, "tokens on", tokens.device,
+          "logging_nan_inf_filter", trainer.args.logging_nan_inf_filter)  # fmt: skip
     trainer.add_callback(AdvisorCallback(recommendation, every=EVERY, warmup=WARMUP,
                                          db_url=db_url))  # fmt: skip
     trainer.train()

@@ -3,9 +3,11 @@
 # the emitted one first and last, to see drift), then what compare prints.
 set -u
 OUT=${1:?OUT folder}
+PARTS=${2:-measure emitted no_clip gpu_tokens both emitted}  # the second call: measure emitted
+                                                           # no_nan_check lean emitted
 HERE=$(dirname "$0")
 DB="sqlite:///$OUT/gap.sqlite"
-for part in measure emitted no_clip gpu_tokens both emitted; do
+for part in $PARTS; do
   /usr/bin/time -f "$part: %e s" python3 "$HERE/gap.py" $part "$DB" >> "$OUT/$part.log" 2>&1
   tail -1 "$OUT/$part.log"
 done
