@@ -11,6 +11,7 @@ import re
 
 import pytest
 from conftest import FAST_OVERRIDES, spec_of
+from rich.console import Console
 from test_cli import advisor as command
 from test_cli import trial_count
 
@@ -141,6 +142,16 @@ def test_run_shows_the_jobs_step_and_refuses_a_node_too_small(db_url):
     assert "within a node at 460 GB/s (h200's gpu.intra_node_busbw)" in job["how"]
     text = command(*args, db_url=db_url)
     assert "the job on 4 GPUs: " in text.stdout and "(modelled)" in text.stdout
+    # show: the stored rank's job, over the published link of the GPU it ran on
+    shown = command("show", str(result["id"]), db_url=db_url)
+    assert "the job's step is not modelled: CPU" in shown.stdout  # (a CPU has no link)
+    assert "has no published link; advisor recommend gpus=4 gpu=NAME models" in shown.stdout
+    (stored,) = [r for r in advisor.history(db_url=db_url) if r.id == result["id"]]
+    on_h200 = dataclasses.replace(stored, environment=dataclasses.replace(
+        stored.environment, device_name="NVIDIA H200"))  # fmt: skip
+    view = Console(width=100, record=True)
+    view.print(tables.trial_view(on_h200))
+    assert "the job on 4 GPUs: " in view.export_text()
     # a GPU with no published figure: measured and stored all the same, and said why
     l4 = command(*args[:-4], "gpu=l4", *FAST_OVERRIDES, db_url=db_url)
     assert l4.returncode == 0 and "the job's step is not modelled: l4 has no published" in l4.stdout

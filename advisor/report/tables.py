@@ -14,7 +14,16 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from advisor.report.terminal import CUT_LEGEND, Phrases, describe, gib, rate, trial_report
+from advisor.communication import modelled
+from advisor.report.terminal import (
+    CUT_LEGEND,
+    Phrases,
+    describe,
+    gib,
+    job_lines,
+    rate,
+    trial_report,
+)
 from advisor.result import Environment, Kind, TrialResult
 from advisor.spec import Device
 
@@ -88,13 +97,19 @@ def _setting(r: TrialResult) -> str:
 
 def trial_view(result: TrialResult, followed: TrialResult | None = None) -> Group:
     """One stored trial as `advisor show` prints it (and the dashboard's trial page): its
-    report, where it ran, and its memory snapshot, where it has one; a training run's, beside
-    the measured trial it followed (`followed`, where still stored)."""
+    report, a rank's job step (modelled over the published link of the GPU it ran on), where
+    it ran, and its memory snapshot, where it has one; a training run's, beside the measured
+    trial it followed (`followed`, where still stored)."""
     env = result.environment
-    parts: list[RenderableType] = [
-        trial_report(result, env.device_memory_bytes if env else None),
-        environment_line(result),
-    ]
+    parts: list[RenderableType] = [trial_report(result, env.device_memory_bytes if env else None)]
+    job = modelled(result, {"name": "auto"}, result.spec.replicas)  # (None on one GPU)
+    if isinstance(job, str):  # (no figure to model it over: not one show can be given)
+        on = env.device_name if env else "its device"
+        job = (f"{on} has no published link; advisor recommend gpus={result.spec.gpus} "
+               "gpu=NAME models it over a named GPU's")  # fmt: skip
+    if result.kind is Kind.measured:
+        parts.append(job_lines(result, job))
+    parts.append(environment_line(result))
     if (snapshot := snapshot_line(result)) is not None:
         parts.append(snapshot)
     if followed is not None:
