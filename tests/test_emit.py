@@ -110,6 +110,9 @@ def test_hf_arguments_train_a_transformers_model(tmp_path, monkeypatch):
     assert isinstance(args, TrainingArguments)
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (2, 2)
     assert args.bf16 and args.use_cpu and args.learning_rate == 0.001
+    # the Trainer's nan check of each step's loss, a wait for the GPU a step, is off and said
+    assert args.logging_nan_inf_filter is False
+    assert "# logging_nan_inf_filter=False: on (its default) the Trainer asks" in emitted.text
     args.max_steps = STEPS
     trainer = ran["trainer"]
     trainer.train()

@@ -3,8 +3,8 @@
 gpt2 runs about 2.5x its eager rate. Plain torch, gpt2 micro batch 8, bf16, fused AdamW, each
 mode in a process of its own; dynamo's counters say what it compiled and where it broke:
 
-    python compile_probe.py OUT.jsonl     # eager, compile, ddp8, ddp8_compile,
-                                          # ddp8_compile_no_split, fsdp8_compile
+    python compile_probe.py OUT.jsonl [MODE ...]   # each MODE (all unless given): eager,
+                        # compile, ddp8, ddp8_compile, ddp8_compile_no_split, fsdp8_compile
 """
 
 # (no `from __future__ import annotations`: DDP reads the hook's annotations as objects)
@@ -84,10 +84,10 @@ def one(mode: str) -> dict:
 
 if __name__ == "__main__":
     out = sys.argv[1]
-    if len(sys.argv) > 2:
+    if sys.argv[2:3] == ["--one"]:
         with open(out, "a") as f:
-            f.write(json.dumps(one(sys.argv[2]), default=str) + "\n")
+            f.write(json.dumps(one(sys.argv[3]), default=str) + "\n")
     else:
-        for mode in MODES:
-            subprocess.run([sys.executable, __file__, out, mode], check=False)
+        for mode in sys.argv[2:] or MODES:
+            subprocess.run([sys.executable, __file__, out, "--one", mode], check=False)
             print(Path(out).read_text().splitlines()[-1][:300], flush=True)

@@ -7,7 +7,7 @@ per-step work. Each variant below changes one of them and trains in a process of
 
     python gap.py measure DB_URL             # advisor.run: gpt2 b16 bf16 adamw_fused
     python gap.py VARIANT DB_URL             # emitted | no_clip | gpu_tokens | both |
-                                             # no_nan_check | lean
+                                             # nan_check | lean
     python gap.py summary DB_URL             # each run against the trial, as JSON
 
 Public API only; data synthetic, of the catalog's shapes (1,024 random tokens a sample, its
@@ -25,14 +25,15 @@ import advisor
 
 SETTING = {"model": "gpt2", "batch_size": 16, "precision": "bf16", "optimizer": "adamw_fused"}
 WARMUP, EVERY, STEPS = 20, 20, 220
-VARIANTS = {  # name: (clip gradients, tokens on the GPU, the Trainer's nan/inf check of the loss)
-    "emitted": (True, False, True),
-    "no_clip": (False, False, True),
-    "gpu_tokens": (True, True, True),
-    "both": (False, True, True),
-    # second call: `logging_nan_inf_filter` (True by default) makes the Trainer ask the GPU
-    # whether each step's loss is nan or inf, a wait for the GPU every step
-    "no_nan_check": (True, False, False),
+VARIANTS = {  # name: (clip gradients, tokens on the GPU, the Trainer's nan/inf check of the
+    # loss: True or False, None as emitted). `logging_nan_inf_filter`, True by default, makes
+    # the Trainer ask the GPU whether each step's loss is nan or inf: a wait every step. The
+    # first call's code emitted nothing for it (on); the second call's emits it False.
+    "emitted": (True, False, None),
+    "no_clip": (False, False, None),
+    "gpu_tokens": (True, True, None),
+    "both": (False, True, None),
+    "nan_check": (True, False, True),
     "lean": (False, True, False),
 }
 
@@ -68,8 +69,8 @@ def train(variant: str, db_url: str) -> None:
         trainer.args.max_grad_norm = 0.0  # (the Trainer clips only above 0)
     if on_gpu:
         trainer.args.dataloader_pin_memory = False  # (CUDA tensors cannot be pinned)
-    if not nan_check:
-        trainer.args.logging_nan_inf_filter = False
+    if nan_check is not None:
+        trainer.args.logging_nan_inf_filter = nan_check
     print(variant, "max_grad_norm", trainer.args.max_grad_norm, "tokens on", tokens.device,
           "logging_nan_inf_filter", trainer.args.logging_nan_inf_filter)  # fmt: skip
     trainer.add_callback(AdvisorCallback(recommendation, every=EVERY, warmup=WARMUP,

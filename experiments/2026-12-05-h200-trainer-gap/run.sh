@@ -4,7 +4,7 @@
 set -u
 OUT=${1:?OUT folder}
 PARTS=${2:-measure emitted no_clip gpu_tokens both emitted}  # the second call: measure emitted
-                                                           # no_nan_check lean emitted
+                                                           # nan_check lean emitted
 HERE=$(dirname "$0")
 DB="sqlite:///$OUT/gap.sqlite"
 for part in $PARTS; do
