@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from advisor.errors import ConfigError
-from advisor.interconnect import Interconnect, interconnect, memory_bandwidth
-from advisor.result import JobStep, Throughput, TrialResult
+from advisor.interconnect import Interconnect, interconnect, memory_bandwidth, resolved
+from advisor.result import JobStep, Kind, Throughput, TrialResult
 from advisor.spec import Strategy, TrialSpec
 
 
@@ -183,6 +183,22 @@ def as_followed(followed: TrialResult, run: TrialResult) -> TrialResult:
     of the GPUs the run ran on (their profile's, within a node)."""
     ran_on = run.environment.device_name if run.environment else None
     return as_job_over(followed, {}, 1, ran_on)
+
+
+def stored_job(result: TrialResult) -> JobStep | str | None:
+    """A stored rank's job step as `show` and the dashboard print it: over the published link
+    of the GPU the rank ran on, on as many nodes as HSDP's replicas, or else the fewest that
+    hold its GPUs (the stored spec keeps no nodes= for DDP and FSDP); or why it cannot be
+    modelled. None on one GPU, for a rank that did not run, and for a training run."""
+    if result.kind is not Kind.measured or result.spec.gpus == 1 or result.throughput is None:
+        return None
+    ran_on = result.environment.device_name if result.environment else None
+    node = resolved({}, ran_on)
+    if node.get("intra_node_busbw") is None:
+        return f"{ran_on or 'the device it ran on'} has no published bus bandwidth to model it over"
+    per_node = int(node.get("gpus_per_node") or result.spec.gpus)
+    nodes = result.spec.replicas if result.spec.replicas > 1 else -(-result.spec.gpus // per_node)
+    return modelled(result, node, nodes)
 
 
 def as_job_over(

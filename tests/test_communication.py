@@ -144,14 +144,27 @@ def test_run_shows_the_jobs_step_and_refuses_a_node_too_small(db_url):
     assert "the job on 4 GPUs: " in text.stdout and "(modelled)" in text.stdout
     # show: the stored rank's job, over the published link of the GPU it ran on
     shown = command("show", str(result["id"]), db_url=db_url)
-    assert "the job's step is not modelled: CPU" in shown.stdout  # (a CPU has no link)
-    assert "has no published link; advisor recommend gpus=4 gpu=NAME models" in shown.stdout
+    assert re.search(r"the job's step is not modelled: CPU: .* has no published bus", shown.stdout)
     (stored,) = [r for r in advisor.history(db_url=db_url) if r.id == result["id"]]
     on_h200 = dataclasses.replace(stored, environment=dataclasses.replace(
         stored.environment, device_name="NVIDIA H200"))  # fmt: skip
-    view = Console(width=100, record=True)
-    view.print(tables.trial_view(on_h200))
-    assert "the job on 4 GPUs: " in view.export_text()
+
+    def shown_as(result: TrialResult) -> str:
+        view = Console(width=100, record=True)
+        view.print(tables.trial_view(result))
+        return view.export_text()
+
+    within = shown_as(on_h200)
+    assert "the job on 4 GPUs: " in within
+    assert "within a node at 460 GB/s (h200's gpu.intra_node_busbw)" in within
+    sixteen = dataclasses.replace(on_h200, spec=dataclasses.replace(on_h200.spec, gpus=16))
+    assert "between 2 nodes at 50 GB/s" in shown_as(sixteen)  # (the fewest nodes holding 16)
+    unrecorded = dataclasses.replace(  # a rank stored before its collectives were recorded
+        on_h200, throughput=dataclasses.replace(on_h200.throughput, collectives=None)
+    )
+    assert "not modelled: the rank recorded no collectives" in shown_as(unrecorded)
+    run = dataclasses.replace(on_h200, kind=Kind.training, follows=on_h200.id)
+    assert "the job on" not in shown_as(run) and "not modelled" not in shown_as(run)
     # a GPU with no published figure: measured and stored all the same, and said why
     l4 = command(*args[:-4], "gpu=l4", *FAST_OVERRIDES, db_url=db_url)
     assert l4.returncode == 0 and "the job's step is not modelled: l4 has no published" in l4.stdout

@@ -14,7 +14,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from advisor.communication import modelled
+from advisor.communication import stored_job
 from advisor.report.terminal import (
     CUT_LEGEND,
     Phrases,
@@ -101,15 +101,11 @@ def trial_view(result: TrialResult, followed: TrialResult | None = None) -> Grou
     it ran, and its memory snapshot, where it has one; a training run's, beside the measured
     trial it followed (`followed`, where still stored)."""
     env = result.environment
-    parts: list[RenderableType] = [trial_report(result, env.device_memory_bytes if env else None)]
-    job = modelled(result, {"name": "auto"}, result.spec.replicas)  # (None on one GPU)
-    if isinstance(job, str):  # (no figure to model it over: not one show can be given)
-        on = env.device_name if env else "its device"
-        job = (f"{on} has no published link; advisor recommend gpus={result.spec.gpus} "
-               "gpu=NAME models it over a named GPU's")  # fmt: skip
-    if result.kind is Kind.measured:
-        parts.append(job_lines(result, job))
-    parts.append(environment_line(result))
+    parts: list[RenderableType] = [
+        trial_report(result, env.device_memory_bytes if env else None),
+        job_lines(result, stored_job(result)),  # (a rank's; nothing for the others)
+        environment_line(result),
+    ]
     if (snapshot := snapshot_line(result)) is not None:
         parts.append(snapshot)
     if followed is not None:
