@@ -149,9 +149,9 @@ def test_run_shows_the_jobs_step_and_refuses_a_node_too_small(db_url):
     on_h200 = dataclasses.replace(stored, environment=dataclasses.replace(
         stored.environment, device_name="NVIDIA H200"))  # fmt: skip
 
-    def shown_as(result: TrialResult) -> str:
+    def shown_as(trial: TrialResult) -> str:
         view = Console(width=100, record=True)
-        view.print(tables.trial_view(result))
+        view.print(tables.trial_view(trial))
         return view.export_text()
 
     within = shown_as(on_h200)
