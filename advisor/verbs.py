@@ -391,7 +391,7 @@ def sweep(
             confirmation=answer.repeats[0] if answer.repeats else None,
             repeats=answer.repeats,
             results=results,
-            largest_batches=dict(sweeper.largest_batches),
+            largest_batches=sweeper.largest_batches(rec.best),
             elapsed_s=elapsed_s,
             time_to_answer_s=time_to(1 - NEAR, sweeper.progress, rec.best),
             workers=len(slots),

@@ -29,11 +29,18 @@ def test_a_sweep_killed_20_times_loses_and_doubles_nothing(db_url, tmp_path, cap
     env = {**os.environ, "ADVISOR_DB_URL": db_url, "ADVISOR_STUDY_DB_URL": f"sqlite:///{study}"}
     args = [ADVISOR, *SWEEP[:4], "trials=12", *SWEEP[5:], "space.optimizers=[adamw,sgd]",
             f"plot={tmp_path / 's.png'}", "--json"]  # fmt: skip
-    moments = random.Random(SEED).sample([x / 4 for x in range(2, 60)], KILLS)  # 0.5-14.75 s
+    # 0.5-14.75 s after the sweep's first line: counted from it, not from the start, so that
+    # they fall across its trials however long a loaded machine takes to import torch
+    moments = random.Random(SEED).sample([x / 4 for x in range(2, 60)], KILLS)
+    said = tmp_path / "stderr.txt"
     stored_after: list[int] = []
     for moment in moments:
-        sweep = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)  # fmt: skip
+        with said.open("w") as stderr:
+            sweep = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        begun = time.monotonic()
+        while not said.stat().st_size and sweep.poll() is None:
+            assert time.monotonic() - begun < 120, "the sweep printed nothing in 2 minutes"
+            time.sleep(0.05)
         time.sleep(moment)
         sweep.send_signal(signal.SIGKILL)  # the sweep alone: its worker dies with it (pdeathsig)
         sweep.wait()

@@ -30,6 +30,7 @@ from collections.abc import Callable
 import optuna
 from optuna.trial import TrialState
 
+from advisor.estimation.memory_line import family_key
 from advisor.result import Status, TrialResult
 from advisor.search import throughput_model
 from advisor.search.backend import Backend
@@ -87,10 +88,12 @@ class Sweeper:
         self._failure: BaseException | None = None  # what stopped a worker thread
         self._budget: tuple[int, float | None, int] = (0, None, 0)  # trials, minutes, patience
 
-    @property
-    def largest_batches(self) -> dict[str, tuple[TrialSpec, int, str]]:
-        """The largest micro batch predicted to fit, by family: (spec, batch, by what)."""
-        return self.feasibility.largest_batches
+    def largest_batches(self, answer: TrialResult | None) -> dict[str, tuple[TrialSpec, int, str]]:
+        """The largest micro batch predicted to fit, by family: (spec, batch, by what); the
+        answer's family among them, though the search never climbed it (the baseline's)."""
+        if answer is not None and family_key(answer.spec) not in self.feasibility.largest_batches:
+            self.feasibility.largest_batch(answer.spec)
+        return dict(self.feasibility.largest_batches)
 
     def resume(self, earlier: list[tuple[TrialResult, bool]]) -> None:
         """Take back what earlier runs of this sweep used (nothing is run again; what they
