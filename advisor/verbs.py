@@ -93,17 +93,6 @@ def _measures_one(cfg: DictConfig, verb: str) -> None:
         )
 
 
-def _one_gpu_only(cfg: DictConfig, verb: str) -> None:
-    """estimate answers for one GPU so far, and says so rather than answer for one while
-    asked for several."""
-    if cfg.gpus != 1 or cfg.nodes != 1:
-        given = f"gpus={cfg.gpus}" + (f" nodes={cfg.nodes}" if cfg.nodes != 1 else "")
-        raise ConfigError(
-            f"{given}: {verb} answers for one GPU only, so far; advisor run, sweep and "
-            "recommend take a job on several"
-        )
-
-
 def snapshot_path(given: str | None, spec: TrialSpec) -> Path | None:
     """Where memory_snapshot= writes, made absolute (the worker runs elsewhere); ConfigError
     before anything is measured for one that cannot be written."""
@@ -158,10 +147,14 @@ def estimate(
     the stored history of the same workload."""
     cfg = configure(workload, ["device=cuda", *overrides], **settings)
     _measures_one(cfg, "estimate")
-    _one_gpu_only(cfg, "estimate")
     spec = trial_spec(cfg)
+    interconnect.check_nodes(interconnect.resolved(cfg.gpu, None), spec.gpus, cfg.nodes)
+    config.check_job(cfg)
     target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, spec.device)
-    history = Store(cfg.db_url).trials(model=spec.model.name, status="ok")
+    # calibrated on ranks of the same job size (a job's rank: on ranks of such jobs)
+    history = Store(cfg.db_url).trials(
+        model=spec.model.name, status="ok", where=TrialFilter(gpus=spec.gpus)
+    )
     return estimate_spec(spec, target, history)
 
 

@@ -6,7 +6,8 @@ requests up to 1 MiB come from 2 MiB segments, up to 10 MiB from 20 MiB segments
 get a segment of their own size rounded up to 2 MiB; a request takes the smallest cached free
 block that holds it, splitting off the rest (when over 512 B in the small pool, over 1 MiB in
 the large); a freed block merges with free neighbours in its segment; when a new segment would
-pass the cap, every wholly free segment is given back first and the request tried again.
+pass the cap, every wholly free segment is given back first and the request tried again. Each
+stream has its own blocks: a block freed on one is not taken by a request on another.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Block:
     offset: int
     size: int
     small: bool
+    stream: int = 0
     free: bool = True
     prev: Block | None = None
     next: Block | None = None
@@ -56,22 +58,22 @@ class CachingAllocator:
         self.cap = cap
         self.reserved = self.allocated = 0
         self.peak_reserved = self.peak_allocated = 0
-        self._free: dict[bool, list[tuple[int, int, int]]] = {True: [], False: []}
+        # free blocks, (size, segment, offset), by stream and pool (small or not)
+        self._free: dict[tuple[int, bool], list[tuple[int, int, int]]] = {}
         self._blocks: dict[tuple[int, int], Block] = {}  # free blocks by (segment, offset)
         self._segments: dict[int, tuple[Block, int]] = {}  # its block at offset 0, its size
         self._next_segment = 0
 
-    def malloc(self, size: int) -> Block:
+    def malloc(self, size: int, stream: int = 0) -> Block:
         size = round_size(size)
         small = size <= SMALL_SIZE
-        block = self._take_free(size, small)
+        block = self._take_free(size, small, stream)
         if block is None:
-            block = self._new_segment(size, small)
+            block = self._new_segment(size, small, stream)
         remaining = block.size - size
         if remaining >= MIN_BLOCK if small else remaining > SMALL_SIZE:
-            rest = Block(
-                block.segment, block.offset + size, remaining, small, True, block, block.next
-            )
+            rest = Block(block.segment, block.offset + size, remaining, small, stream, True,
+                         block, block.next)  # fmt: skip
             if block.next is not None:
                 block.next.prev = rest
             block.next, block.size = rest, size
@@ -97,15 +99,15 @@ class CachingAllocator:
                 block = first
         self._add_free(block)
 
-    def _take_free(self, size: int, small: bool) -> Block | None:
-        pool = self._free[small]
+    def _take_free(self, size: int, small: bool, stream: int) -> Block | None:
+        pool = self._free.get((stream, small), [])
         i = bisect.bisect_left(pool, (size, -1, -1))
         if i == len(pool):
             return None
         _, segment, offset = pool.pop(i)
         return self._blocks.pop((segment, offset))
 
-    def _new_segment(self, size: int, small: bool) -> Block:
+    def _new_segment(self, size: int, small: bool, stream: int) -> Block:
         grow = segment_size(size)
         if self.cap is not None and self.reserved + grow > self.cap:
             self.release_free_segments()
@@ -113,7 +115,7 @@ class CachingAllocator:
                 raise ReplayOutOfMemory(f"{size} bytes: {self.reserved} reserved of {self.cap}")
         self.reserved += grow
         self.peak_reserved = max(self.peak_reserved, self.reserved)
-        block = Block(self._next_segment, 0, grow, small)
+        block = Block(self._next_segment, 0, grow, small, stream)
         self._segments[self._next_segment] = (block, grow)
         self._next_segment += 1
         return block
@@ -126,10 +128,11 @@ class CachingAllocator:
                 self.reserved -= size
 
     def _add_free(self, block: Block) -> None:
-        bisect.insort(self._free[block.small], (block.size, block.segment, block.offset))
+        pool = self._free.setdefault((block.stream, block.small), [])
+        bisect.insort(pool, (block.size, block.segment, block.offset))
         self._blocks[(block.segment, block.offset)] = block
 
     def _remove_free(self, block: Block) -> None:
-        pool = self._free[block.small]
+        pool = self._free[block.stream, block.small]
         pool.pop(bisect.bisect_left(pool, (block.size, block.segment, block.offset)))
         del self._blocks[(block.segment, block.offset)]

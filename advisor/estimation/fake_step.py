@@ -28,17 +28,19 @@ from torch.nn.modules.conv import _ConvNd
 from torch.utils._pytree import tree_leaves
 
 from advisor.errors import AdvisorError, EstimateError, error_line
+from advisor.estimation import job_rank
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.compiled_step import compiled
 from advisor.estimation.cuda_emulation import step_precision
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import RealScalarDraws
-from advisor.estimation.storage_bytes import BLOCK, StorageBytes
+from advisor.estimation.storage_bytes import BLOCK, StorageBytes, local_tensors
 from advisor.spec import Checkpointing, Device, TrialSpec
 from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 
 TOP_MODULES = 10
+RANK_COMPILED = "torch.compile on a job's rank: estimated as it runs eagerly"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +71,10 @@ class FakeStep:
     # what the step could not run as CUDA would, in words (an attention kernel not probed)
     unmodelled: tuple[str, ...] = ()
     compiled_graphs: int = 0  # compiled: the forward graphs dynamo made (more: graph breaks)
+    ddp_buckets_bytes: int = 0  # a DDP rank's gradient buckets: in the peak, in no category
+    # the trace's storages made on a side stream (FSDP2's), (number, stream): the allocator
+    # model keeps each stream's blocks apart
+    streams: tuple[tuple[int, int], ...] = ()
 
     @property
     def peak_allocated_bytes(self) -> int:
@@ -118,6 +124,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
     if spec.channels_last:  # before the fake storage: empty_like keeps the layout
         meta_model = meta_model.to(memory_format=torch.channels_last)
     unmodelled: set[str] = set()
+    rank_mesh = job_rank.mesh(spec) if spec.gpus > 1 else None  # (outside the fake mode)
     with contextlib.ExitStack() as stack:
         for context in (
             FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run(),
@@ -128,7 +135,17 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         if spec.checkpointing is Checkpointing.blocks:
             _precision_inside_blocks(model, spec, unmodelled)
             checkpoint_blocks(model, spec.model.block or "")
-        graphs = stack.enter_context(compiled(model, counter, gpu=gpu)) if spec.compile else []
+        buckets: list[torch.Tensor] = []  # DDP's, alive through the step
+        if spec.gpus > 1:
+            model, buckets = job_rank.as_one_rank(model, spec, rank_mesh)
+            stack.enter_context(job_rank.fsdp_frees_counted(counter))
+        # a job's rank compiled is estimated eagerly: on the H200 gpt2's compiled FSDP2 rank at
+        # N=8 held what its eager rank did (to 0.04%), and inductor's count on the fake group
+        # lost half of it (experiments/2026-12-05-rank-estimate)
+        compiling = spec.compile and spec.gpus == 1
+        if spec.compile and not compiling:
+            unmodelled.add(RANK_COMPILED)
+        graphs = stack.enter_context(compiled(model, counter, gpu=gpu)) if compiling else []
         params = list(model.parameters())
         params_bytes = counter.bytes_of(params)
         buffers_bytes = counter.bytes_of(model.buffers())
@@ -148,9 +165,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
             before = counter.live
             # compiled, the modules' code runs only in the tracing: no hooks (they break graphs)
             per_module = (
-                contextlib.nullcontext()
-                if spec.compile
-                else _module_activations(model, counter, top)
+                contextlib.nullcontext() if compiling else _module_activations(model, counter, top)
             )
             with per_module, step_precision(spec, unmodelled):
                 loss = work.compute_loss(model, batch) / spec.grad_accum
@@ -173,12 +188,14 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         top_modules=sorted(top.items(), key=lambda kv: -kv[1])[:TOP_MODULES],
         trace=tuple(counter.trace),
         persistent=persistent,
-        param_sizes=tuple(p.untyped_storage().nbytes() for p in params),
+        param_sizes=tuple(p.untyped_storage().nbytes() for p in local_tensors(params)),
         state_ratio=state_ratio,
         update_ratio=update_ratio,
         first_step_releases_cache=gpu and any(isinstance(m, _ConvNd) for m in model.modules()),
         unmodelled=tuple(sorted(unmodelled)),
         compiled_graphs=len(graphs),
+        ddp_buckets_bytes=counter.bytes_of(buckets),
+        streams=tuple(counter.streams.items()),
     )
 
 
@@ -316,12 +333,13 @@ def replayed_reserved(
     allocator = CachingAllocator(cap)
     for size in step.persistent:
         allocator.malloc(size)
+    streams = dict(step.streams)
     steady = 0
     for index in range(steps):
         live: dict[int, Block] = {}
         for number, size in step.trace:
             if size >= 0:
-                live[number] = allocator.malloc(int(size * scale))
+                live[number] = allocator.malloc(int(size * scale), streams.get(number, 0))
             elif number in live:
                 allocator.free(live.pop(number))
         if index == 0 and step.first_step_releases_cache:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_flatten, tree_leaves
 
 BLOCK = 512  # the caching allocator rounds every block to this many bytes
@@ -41,16 +41,25 @@ class StorageBytes(TorchDispatchMode):
         self.summing = False  # the autograd engine is summing gradients (_gradient_sums_marked)
         self._sum: _GradientSum | None = None
         self.is_paused = False
+        # the storages made on a side stream (FSDP2 gathers and reduce-scatters on its own: on
+        # fake tensors, CPU streams, which torch.cpu tracks as CUDA would), by trace number:
+        # the caching allocator keeps each stream's blocks apart
+        self.streams: dict[int, int] = {}
+        self._stream_numbers: dict[int, int] = {id(torch.cpu.current_stream()): 0}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         if self.is_paused:
             return out
         peak_before, at = self.peak, len(self.trace)
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor):
-                self.count(t)
-        if self.summing and func is torch.ops.aten.add.Tensor and len(self.trace) == at + 1:
+        for t in local_tensors(tree_flatten(out)[0]):
+            self.count(t)
+        if (
+            self.summing
+            and func is torch.ops.aten.add.Tensor
+            and len(self.trace) == at + 1
+            and not is_traceable_wrapper_subclass(out)
+        ):
             addends = {id(a.untyped_storage()) for a in args[:2] if isinstance(a, torch.Tensor)}
             result = out.untyped_storage()
             size = self._rounded(result.nbytes())
@@ -79,6 +88,7 @@ class StorageBytes(TorchDispatchMode):
         number = self._numbered
         self._numbered += 1
         self.trace.append((number, nbytes))
+        self._note_stream(number)
         self.live += self._rounded(nbytes)
         self.peak = max(self.peak, self.live + self.extra)
         return number
@@ -108,10 +118,17 @@ class StorageBytes(TorchDispatchMode):
             number = self._counted[key] = self._numbered
             self._numbered += 1
             self.trace.append((number, storage.nbytes()))
+            self._note_stream(number)
             self.live += size
             self.peak = max(self.peak, self.live + self.extra)
             weakref.finalize(storage, self._freed, key, size)
         return size
+
+    def _note_stream(self, number: int) -> None:
+        stream = id(torch.cpu.current_stream())
+        index = self._stream_numbers.setdefault(stream, len(self._stream_numbers))
+        if index:
+            self.streams[number] = index
 
     def _freed(self, key: int, size: int) -> None:
         if key not in self._counted:  # released before it died
@@ -135,10 +152,22 @@ class StorageBytes(TorchDispatchMode):
 
     def bytes_of(self, tensors: Iterable[torch.Tensor]) -> int:
         sizes = {id(t.untyped_storage()): self._rounded(t.untyped_storage().nbytes())
-                 for t in tensors}  # fmt: skip
+                 for t in local_tensors(tensors)}  # fmt: skip
         return sum(sizes.values())
+
+
+def local_tensors(values: Iterable[Any]) -> Iterator[torch.Tensor]:
+    """The tensors among the values whose storages hold the bytes: a wrapper subclass (FSDP2's
+    DTensor parameters) by the tensors inside it; its own storage, as big as the whole tensor
+    it stands for, holds nothing on a device."""
+    for value in values:
+        if is_traceable_wrapper_subclass(value):
+            inner, _ = value.__tensor_flatten__()
+            yield from local_tensors(getattr(value, name) for name in inner)
+        elif isinstance(value, torch.Tensor):
+            yield value
 
 
 def storages_of(value: Any) -> list[torch.UntypedStorage]:
     """The storages of the tensors in a value (a tensor, or a pytree of them)."""
-    return [t.untyped_storage() for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
+    return [t.untyped_storage() for t in local_tensors(tree_leaves(value))]

@@ -15,6 +15,7 @@ mesh, sharding within each node's GPUs and all-reducing the shards' gradients ac
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.device_mesh import DeviceMesh
 
 from advisor.communication import Collective
 from advisor.errors import WorkloadError
@@ -25,20 +26,33 @@ FAKE = "fake"  # torch's process-group backend that communicates nothing
 
 
 def join(spec: TrialSpec) -> None:
-    """This process as rank 0 of spec.gpus on the fake group (once: a trial is a process)."""
+    """This process as rank 0 of spec.gpus on the fake group: once for a trial (a process of
+    its own); again for an estimate of another job size in the same process."""
     if dist.is_initialized():
-        return
+        if dist.get_world_size() == spec.gpus:
+            return
+        if dist.get_backend() != FAKE:  # (a real job's group is never ours to end)
+            raise WorkloadError(
+                f"this process is a rank of a real job of {dist.get_world_size()} GPUs; "
+                f"estimate gpus={spec.gpus} in a process of its own"
+            )
+        dist.destroy_process_group()
     if FAKE not in dist.Backend.backend_list:  # (a torch that registers it on this import)
         import torch.testing._internal.distributed.fake_pg  # noqa: F401
     dist.init_process_group(FAKE, rank=0, world_size=spec.gpus, store=dist.HashStore())
 
 
 def spread(
-    model: nn.Module, spec: TrialSpec, device: torch.device, collectives: Collectives
+    model: nn.Module,
+    spec: TrialSpec,
+    device: torch.device,
+    collectives: Collectives,
+    mesh: DeviceMesh | None = None,
 ) -> nn.Module:
     """The model as one rank of spec.gpus holds it under spec.strategy; build the optimizer
     after this (FSDP2 replaces the parameters with their shards). DDP's buckets are told to
-    `collectives` (FSDP2's collectives, c10d's ops, it sees as a dispatch mode)."""
+    `collectives` (FSDP2's collectives, c10d's ops, it sees as a dispatch mode). FSDP2's mesh
+    is made here unless given (on fake tensors it must be made outside the fake mode)."""
     join(spec)
     if spec.strategy is Strategy.ddp:
         from torch.nn.parallel import DistributedDataParallel
@@ -49,18 +63,9 @@ def spread(
         # hands back the bucket as it is (the local gradient, as the fake all-reduce leaves it)
         wrapped.register_comm_hook(collectives, _bucket_as_it_is)
         return wrapped
-    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    mesh = (
-        init_device_mesh(
-            device.type,
-            (spec.replicas, spec.gpus // spec.replicas),
-            mesh_dim_names=("replicate", "shard"),
-        )  # fmt: skip
-        if spec.strategy is Strategy.hsdp  # (a 2-D mesh: FSDP2 replicates over its first)
-        else init_device_mesh(device.type, (spec.gpus,))
-    )
+    mesh = mesh or mesh_of(spec, device)
     blocks = [m for m in model.modules() if type(m).__name__ == spec.model.block]
     if not blocks:  # (the root alone would gather the whole model: not what fsdp= asked)
         name = spec.strategy.value if spec.strategy else "fsdp"
@@ -75,6 +80,18 @@ def spread(
                     mp_policy=policy)  # fmt: skip
     fully_shard(model, mesh=mesh, mp_policy=policy)
     return model
+
+
+def mesh_of(spec: TrialSpec, device: torch.device) -> DeviceMesh:
+    """FSDP2's device mesh for the spec's job, this process its rank 0 on the fake group: 1-D,
+    or for HSDP 2-D (FSDP2 replicates over its first dimension, the nodes)."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    join(spec)
+    if spec.strategy is Strategy.hsdp:
+        shape = (spec.replicas, spec.gpus // spec.replicas)
+        return init_device_mesh(device.type, shape, mesh_dim_names=("replicate", "shard"))
+    return init_device_mesh(device.type, (spec.gpus,))
 
 
 def _dtype(given: ShardDtype | None) -> torch.dtype | None:

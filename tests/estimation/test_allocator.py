@@ -27,6 +27,20 @@ def test_a_segment_is_split_and_a_freed_block_reused():
     assert allocator.reserved == 20 * MiB
 
 
+def test_each_stream_keeps_its_own_blocks():
+    """A block freed on one stream is not taken by a request on another (FSDP2's gathers and
+    reduce-scatters run on streams of their own), though a request on its own stream takes it,
+    and the split-off rest of a segment stays its stream's."""
+    allocator = CachingAllocator()
+    gathered = allocator.malloc(5 * MiB, stream=1)  # a 20 MiB segment on stream 1
+    allocator.free(gathered)
+    allocator.malloc(5 * MiB)  # the default stream: a segment of its own
+    assert allocator.reserved == 40 * MiB
+    allocator.malloc(5 * MiB)  # its own segment's rest
+    allocator.malloc(15 * MiB, stream=1)  # stream 1's freed segment, whole
+    assert allocator.reserved == 40 * MiB
+
+
 def test_freed_neighbours_merge():
     allocator = CachingAllocator()
     blocks = [allocator.malloc(5 * MiB) for _ in range(4)]  # one 20 MiB segment, full

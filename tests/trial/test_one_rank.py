@@ -2,7 +2,7 @@
 CPU: FSDP2's parameters, gradients and optimizer state are rank 0's shards to the byte (each
 parameter's first dimension padded to a multiple of N, rank 0 holding the first chunk whole);
 DDP's are the whole model, and its gradient buckets one more copy of the gradients; on one GPU
-a spec is as it was (its hash unchanged); the verbs that answer for one GPU refuse gpus=."""
+a spec is as it was (its hash unchanged); bad jobs are one line."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import math
 import pytest
 from conftest import FAST, spec_of
 
-import advisor
 from advisor.errors import ConfigError, WorkloadError
 from advisor.models import TinyMLP
 from advisor.report.terminal import describe_spec
@@ -169,9 +168,8 @@ def test_one_gpus_spec_is_as_it_was_and_bad_ranks_are_one_line():
         spec_of("model=tiny_mlp", "strategy=fsdp")
     with pytest.raises(ConfigError, match="strategy=fsdp shards each of the model's blocks"):
         spec_of("model=tiny_mlp", "gpus=2", "strategy=fsdp", "model.block=null")
-    # (sweep and recommend answer for a job: tests/test_communication.py)
-    with pytest.raises(ConfigError, match="estimate answers for one GPU only, so far"):
-        advisor.estimate("tiny_mlp", device="cpu", gpus=4, gpu={"memory": "64MiB"})
+    # (sweep and recommend answer for a job: tests/test_communication.py; estimate:
+    # tests/estimation/test_job_rank.py)
 
 
 def test_a_ranks_trial_is_imported_and_fsdp_without_its_block_is_one_line(db_url, tmp_path):

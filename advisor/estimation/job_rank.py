@@ -1,0 +1,86 @@
+"""One rank of a job on several GPUs, on fake tensors (issue 28): the estimate's side of
+trial/one_rank.py. FSDP2's fully_shard runs on the fake tensors as it does in a trial, over
+torch's fake process group, so the step holds the rank's true shards and gathers each block's
+parameters as it goes. DDP cannot be built on fake tensors (its constructor checks the
+parameters' data across ranks), and what it adds to one GPU's step is known: a gradient
+bucket per group of parameters it forms, a copy of their gradients, allocated when it is
+built. On the H200 a DDP rank held its one-GPU step plus exactly those buckets
+(experiments/2026-12-05-h200-ranks)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.device_mesh import DeviceMesh
+
+from advisor.estimation.storage_bytes import StorageBytes
+from advisor.spec import Strategy, TrialSpec
+from advisor.trial import one_rank
+from advisor.trial.collectives import Collectives
+
+DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel's bucket_cap_mb, its default
+
+
+def mesh(spec: TrialSpec) -> DeviceMesh | None:
+    """FSDP2's mesh for the job, made before the fake mode (a mesh made inside holds fake
+    tensors, which the fake group cannot take); None for one GPU or DDP."""
+    if spec.gpus == 1 or spec.strategy is Strategy.ddp:
+        return None
+    return one_rank.mesh_of(spec, torch.device("cpu"))
+
+
+def as_one_rank(
+    model: nn.Module, spec: TrialSpec, rank_mesh: DeviceMesh | None
+) -> tuple[nn.Module, list[torch.Tensor]]:
+    """The model as one rank holds it, and DDP's gradient buckets (none for FSDP2), made now
+    under the fake mode, so that they are counted and stay alive through the step."""
+    if spec.strategy is not Strategy.ddp:
+        return one_rank.spread(model, spec, torch.device("cpu"), Collectives(), rank_mesh), []
+    trained: list[torch.Tensor] = [p for p in model.parameters() if p.requires_grad]
+    groups, _ = dist._compute_bucket_assignment_by_size(  # DDP's own grouping
+        trained, [dist._DEFAULT_FIRST_BUCKET_BYTES, DDP_BUCKET_BYTES]
+    )
+    buckets = [
+        torch.empty(sum(trained[i].numel() for i in group), dtype=trained[group[0]].dtype)
+        for group in groups
+    ]
+    return model, buckets
+
+
+@contextlib.contextmanager
+def fsdp_frees_counted(counter: StorageBytes) -> Iterator[None]:
+    """FSDP2 frees a block's gathered parameters by resizing their storage to nothing, and
+    gathers them again into the same storage resized back: no operator a dispatch mode sees.
+    Its two helpers are wrapped for the step to tell the counter. Without it every block's
+    gathered parameters stayed counted from its first gather to the step's end (gpt2 at N=2:
+    its whole model, 0.46 GiB, too much). A torch without the helpers is counted as before."""
+    from torch.distributed.fsdp._fully_shard import _fsdp_param, _fsdp_param_group
+
+    alloc: Callable[[torch.Tensor], None] | None = getattr(_fsdp_param, "alloc_storage", None)
+    free: Callable[[torch.Tensor], None] | None = getattr(_fsdp_param, "free_storage", None)
+    if alloc is None or free is None:
+        yield
+        return
+
+    def allocated(tensor: torch.Tensor) -> None:
+        alloc(tensor)
+        counter.count(tensor)
+
+    def freed(tensor: torch.Tensor) -> None:
+        counter.release(tensor.untyped_storage())  # (before: its bytes are the counted ones)
+        free(tensor)
+
+    wrapped = {"alloc_storage": allocated, "free_storage": freed}
+    modules = (_fsdp_param, _fsdp_param_group)  # (the group imports alloc_storage by name)
+    was = [(m, name, getattr(m, name)) for m in modules for name in wrapped if hasattr(m, name)]
+    for module, name, _ in was:
+        setattr(module, name, wrapped[name])
+    try:
+        yield
+    finally:
+        for module, name, helper in was:
+            setattr(module, name, helper)
