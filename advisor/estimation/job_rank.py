@@ -10,7 +10,6 @@ built. On the H200 a DDP rank held its one-GPU step plus exactly those buckets
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
 
 import torch
 import torch.distributed as dist
@@ -51,36 +50,10 @@ def as_one_rank(
     return model, buckets
 
 
-@contextlib.contextmanager
-def fsdp_frees_counted(counter: StorageBytes) -> Iterator[None]:
-    """FSDP2 frees a block's gathered parameters by resizing their storage to nothing, and
-    gathers them again into the same storage resized back: no operator a dispatch mode sees.
-    Its two helpers are wrapped for the step to tell the counter. Without it every block's
-    gathered parameters stayed counted from its first gather to the step's end (gpt2 at N=2:
-    its whole model, 0.46 GiB, too much). A torch without the helpers is counted as before."""
-    from torch.distributed.fsdp._fully_shard import _fsdp_param, _fsdp_param_group
-
-    alloc: Callable[[torch.Tensor], None] | None = getattr(_fsdp_param, "alloc_storage", None)
-    free: Callable[[torch.Tensor], None] | None = getattr(_fsdp_param, "free_storage", None)
-    if alloc is None or free is None:
-        yield
-        return
-
-    def allocated(tensor: torch.Tensor) -> None:
-        alloc(tensor)
-        counter.count(tensor)
-
-    def freed(tensor: torch.Tensor) -> None:
-        counter.release(tensor.untyped_storage())  # (before: its bytes are the counted ones)
-        free(tensor)
-
-    wrapped = {"alloc_storage": allocated, "free_storage": freed}
-    modules = (_fsdp_param, _fsdp_param_group)  # (the group imports alloc_storage by name)
-    was = [(m, name, getattr(m, name)) for m in modules for name in wrapped if hasattr(m, name)]
-    for module, name, _ in was:
-        setattr(module, name, wrapped[name])
-    try:
-        yield
-    finally:
-        for module, name, helper in was:
-            setattr(module, name, helper)
+def fsdp_frees_counted(counter: StorageBytes) -> contextlib.AbstractContextManager[None]:
+    """The counter told of FSDP2's frees and gathers by resize (one_rank.fsdp_storage_told).
+    Without it every block's gathered parameters stayed counted from its first gather to the
+    step's end (gpt2 at N=2: its whole model, 0.46 GiB, too much)."""
+    return one_rank.fsdp_storage_told(
+        counter.count, lambda tensor: counter.release(tensor.untyped_storage())
+    )

@@ -4,7 +4,8 @@
 - fork_server.py ForkServer: a process that has imported torch once and forks each trial
 - worker.py      the trial's own process: its spec in, its TrialResult out
 - training.py    the workload's model, optimizer, scaler and batch built for a spec; the step
-- one_rank.py    one rank of a job on several GPUs (DDP, FSDP2) on torch's fake process group
+- one_rank.py    one rank of a job on several GPUs (DDP, FSDP2) on torch's fake process group;
+                 FSDP2's frees by resize told to a count of storages (the CPU's, the estimate's)
 - collectives.py Collectives: the bytes a rank's all-reduces, gathers and scatters carry in a step
 - measure.py     measure: warm-up, timed steps and memory by category, for one spec
 - device_memory.py the allocator's counters (CUDA) or every storage counted (CPU); step phases

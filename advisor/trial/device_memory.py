@@ -19,6 +19,7 @@ from torch.utils._pytree import tree_flatten
 from advisor import gpus
 from advisor.result import Phase
 from advisor.spec import Device, TrialSpec
+from advisor.trial.one_rank import fsdp_storage_told
 from advisor.trial.training import Training
 
 
@@ -51,17 +52,31 @@ class CpuMemory(TorchDispatchMode):
     """Live bytes of the tensor storages made while tracking, and their peak.
 
     Each storage is counted once (views and in-place results share it) and uncounted when it is
-    freed: torch keeps a storage's Python object alive exactly as long as the storage.
+    freed: torch keeps a storage's Python object alive exactly as long as the storage. FSDP2
+    frees and gathers again by resizing a storage, which it is told of (`fsdp`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fsdp: bool = False) -> None:
         super().__init__()
         self.live = 0
         self.peak = 0
-        self._counted: set[int] = set()
+        self.fsdp = fsdp
+        self._counted: dict[int, object] = {}  # data pointer: the count's own token
 
     def tracking(self) -> contextlib.AbstractContextManager[Any]:
-        return self
+        if not self.fsdp:
+            return self
+        stack = contextlib.ExitStack()
+        stack.enter_context(self)
+        stack.enter_context(fsdp_storage_told(lambda t: self.count([t]), self.release))
+        return stack
+
+    def release(self, tensor: torch.Tensor) -> None:
+        """A counted tensor's storage about to be freed though it lives on (FSDP2 resizes it
+        to nothing)."""
+        storage = tensor.untyped_storage()
+        if self._counted.pop(storage.data_ptr(), None) is not None:
+            self.live -= storage.nbytes()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -77,14 +92,15 @@ class CpuMemory(TorchDispatchMode):
             key, size = storage.data_ptr(), storage.nbytes()
             if size == 0 or key in self._counted:
                 continue
-            self._counted.add(key)
+            token = self._counted[key] = object()
             self.live += size
             self.peak = max(self.peak, self.live)
-            weakref.finalize(storage, self._freed, key, size)
+            weakref.finalize(storage, self._freed, key, size, token)
 
-    def _freed(self, key: int, size: int) -> None:
-        self._counted.discard(key)
-        self.live -= size
+    def _freed(self, key: int, size: int, token: object) -> None:
+        if self._counted.get(key) is token:  # (not released before, nor its memory reused)
+            del self._counted[key]
+            self.live -= size
 
     def allocated(self) -> int:
         return self.live

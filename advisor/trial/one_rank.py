@@ -12,6 +12,9 @@ mesh, sharding within each node's GPUs and all-reducing the shards' gradients ac
 
 # (no `from __future__ import annotations`: DDP reads the hook's annotations as objects)
 
+import contextlib
+from collections.abc import Callable, Iterator
+
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -106,3 +109,40 @@ def _bucket_as_it_is(
     future: torch.futures.Future[torch.Tensor] = torch.futures.Future()
     future.set_result(buffer)
     return future
+
+
+@contextlib.contextmanager
+def fsdp_storage_told(
+    allocated: Callable[[torch.Tensor], object], freeing: Callable[[torch.Tensor], object]
+) -> Iterator[None]:
+    """FSDP2 frees a block's gathered parameters by resizing their storage to nothing, and
+    gathers again into the same storage resized back: no operator a dispatch mode sees, and no
+    storage dies. While inside, its two helpers tell `allocated` of a tensor just given its
+    storage back and `freeing` of one about to lose it, so that a count of storages (the CPU's,
+    the estimate's) follows FSDP2's memory. A torch without the helpers tells nothing."""
+    from torch.distributed.fsdp._fully_shard import _fsdp_param, _fsdp_param_group
+
+    alloc = getattr(_fsdp_param, "alloc_storage", None)
+    free = getattr(_fsdp_param, "free_storage", None)
+    if alloc is None or free is None:
+        yield
+        return
+
+    def alloc_told(tensor: torch.Tensor) -> None:
+        alloc(tensor)
+        allocated(tensor)
+
+    def free_told(tensor: torch.Tensor) -> None:
+        freeing(tensor)
+        free(tensor)
+
+    told = {"alloc_storage": alloc_told, "free_storage": free_told}
+    modules = (_fsdp_param, _fsdp_param_group)  # (the group imports alloc_storage by name)
+    was = [(m, name, getattr(m, name)) for m in modules for name in told if hasattr(m, name)]
+    for module, name, _ in was:
+        setattr(module, name, told[name])
+    try:
+        yield
+    finally:
+        for module, name, helper in was:
+            setattr(module, name, helper)
