@@ -158,7 +158,7 @@ def _measured_elsewhere(rec: Recommendation, best: TrialResult) -> list[str]:
     say)."""
     where = ", ".join(rec.measured_on)
     if rec.target.is_budget and best.spec.device is Device.cpu:
-        return [f"throughput was measured on {where}: ", "the memory that fits transfers to a GPU ",
+        return [f"throughput was measured on {where}; ", "the memory that fits transfers to a GPU ",
                 "(with the same torch version), ", "the rates do not"]  # fmt: skip
     if rec.target.is_budget or rec.target.name.startswith("local"):
         return []
