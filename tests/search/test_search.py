@@ -19,6 +19,7 @@ from fake_backend import (
 )  # fmt: skip
 
 from advisor.config import load, searched_optimizers, space_config, trial_spec
+from advisor.errors import ConfigError
 from advisor.estimation.memory_line import fit
 from advisor.gpus import DEFAULT_CONTEXT_BYTES
 from advisor.recommendation import against, recommend
@@ -483,3 +484,21 @@ def test_a_budget_already_spent_says_how_many_were_measured(db_url, study_url):
     assert sweeper.progress.measured == 3
     reason = sweeper.run(trials=2, minutes=None, patience=100)
     assert reason == "measured 3 specs (trials=2)" and len(backend.calls) == 3
+
+
+def test_a_sharded_point_names_its_spec_without_channels_last():
+    """FSDP2 shards only contiguous parameters, and channels_last makes a conv's weights not:
+    a point of the space with both names the sharded spec without channels_last (measured
+    once for both), and a DDP point keeps it; asked for directly, it is one line."""
+    overrides = ["model=tiny_cnn", "device=cpu", "gpus=2", "space.strategy=[ddp,fsdp]",
+                 "space.channels_last=[true,false]"]  # fmt: skip
+    cfg = load(overrides)
+    base = trial_spec(cfg)
+    space = space_of(space_config(cfg), searched_optimizers(cfg, overrides), base)
+    point = {**space.start(), "channels_last": True}
+    sharded = space.spec({**point, "strategy": "fsdp"})
+    assert not sharded.channels_last
+    assert space.params(sharded) == {**point, "strategy": "fsdp", "channels_last": False}
+    assert space.spec({**point, "strategy": "ddp"}).channels_last
+    with pytest.raises(ConfigError, match="strategy=fsdp with channels_last=true: FSDP2 shards"):
+        trial_spec(load(["model=tiny_cnn", "gpus=2", "strategy=fsdp", "channels_last=true"]))
