@@ -193,7 +193,7 @@ def trial_spec(cfg: DictConfig) -> TrialSpec:
             f"strategy={strategy.value} shards each of the model's blocks; {model_spec.name} "
             "names none: set block= in its Workload (or model.block=)"
         )
-    if strategy and strategy.shards and cfg.channels_last:
+    if strategy and not strategy.takes_channels_last and cfg.channels_last:
         raise ConfigError(
             f"strategy={strategy.value} with channels_last=true: FSDP2 shards only contiguous "
             "parameters, and channels_last makes a conv's weights not: give channels_last=false "

@@ -49,6 +49,12 @@ class Strategy(enum.Enum):
         """FSDP2's: the model in shards, its knobs apply."""
         return self is not Strategy.ddp
 
+    @property
+    def takes_channels_last(self) -> bool:
+        """FSDP2 shards only contiguous parameters, and channels_last makes a conv's weights
+        not (fully_shard refuses them)."""
+        return not self.shards
+
 
 class ShardDtype(enum.Enum):
     """A dtype FSDP2's mixed-precision policy gathers parameters or reduces gradients in."""

@@ -151,10 +151,12 @@ def estimate(
     interconnect.check_nodes(interconnect.resolved(cfg.gpu, None), spec.gpus, cfg.nodes)
     config.check_job(cfg)
     target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, spec.device)
-    # calibrated on ranks of the same job size (a job's rank: on ranks of such jobs)
-    history = Store(cfg.db_url).trials(
+    # calibrated on ranks of jobs of the same size and strategy (a calibrated rank's estimate
+    # is not checked yet: experiments/2026-12-05-rank-estimate ran with no history)
+    stored = Store(cfg.db_url).trials(
         model=spec.model.name, status="ok", where=TrialFilter(gpus=spec.gpus)
     )
+    history = [r for r in stored if r.spec.strategy is spec.strategy]
     return estimate_spec(spec, target, history)
 
 

@@ -38,12 +38,14 @@ def test_a_sweep_killed_20_times_loses_and_doubles_nothing(db_url, tmp_path, cap
         with said.open("w") as stderr:
             sweep = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
         begun = time.monotonic()
-        while not said.stat().st_size and sweep.poll() is None:
-            assert time.monotonic() - begun < 120, "the sweep printed nothing in 2 minutes"
-            time.sleep(0.05)
-        time.sleep(moment)
-        sweep.send_signal(signal.SIGKILL)  # the sweep alone: its worker dies with it (pdeathsig)
-        sweep.wait()
+        try:
+            while not said.stat().st_size and sweep.poll() is None:
+                assert time.monotonic() - begun < 120, "the sweep printed nothing in 2 minutes"
+                time.sleep(0.05)
+            time.sleep(moment)
+        finally:  # the sweep alone: its worker dies with it (pdeathsig)
+            sweep.send_signal(signal.SIGKILL)
+            sweep.wait()
         for path in (tmp_path / "results.sqlite", study):
             if path.exists():
                 with sqlite3.connect(path) as db:

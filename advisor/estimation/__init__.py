@@ -11,8 +11,8 @@
                  inductor's partitioner), its graphs counted as inductor's kernels hold memory
 - inductor_buffers.py which of a graph's values inductor makes buffers of, and when it frees them
 - meta_model.py  the workload's model without memory: built on meta once, copied, faked
-- job_rank.py    one rank of a job on several GPUs: FSDP2 sharded on the fake group as it runs
-                 (its frees counted), DDP's gradient buckets added
+- job_rank.py    one rank of a job on several GPUs: FSDP2 sharded on the fake group as it runs,
+                 DDP's gradient buckets added
 - cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel,
                  fp32 grouped matmuls)
 - masks.py       transformers' attention masks decided on fake tensors as a real run does

@@ -149,8 +149,10 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     low, high = CALIBRATED_RANGE if corrections.calibration else UNCALIBRATED_RANGE
     if spec.compile and spec.gpus == 1 and step.compiled_graphs == 0:
         unmodelled.append("torch.compile made no graph of the model: estimated as it ran, eagerly")
-    elif spec.compile:  # (a job's rank is estimated eagerly, its step says; compiled, it may
-        high = max(high, COMPILED_ABOVE)  # hold more: gpt2's FSDP2 rank at N=8, 0.5% more)
+    # a compiled job's rank is estimated eagerly (its step says so) and judged on the compiled
+    # side too: gpt2's compiled FSDP2 rank at N=8 held 0.5% more than its eager estimate
+    elif spec.compile:
+        high = max(high, COMPILED_ABOVE)
     notes = []
     if step.compiled_graphs > 1:  # modelled, but worth knowing: each break costs speed
         notes.append(
@@ -180,9 +182,9 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
 
 def _rank_notes(spec: TrialSpec, step: FakeStep) -> list[str]:
     """What a job's rank is, as estimated."""
-    strategy = spec.strategy.value if spec.strategy else ""
-    notes = [f"one rank of a job on {spec.gpus} GPUs ({strategy}): its step run on torch's fake "
-             "process group, which moves nothing"]  # fmt: skip
+    assert spec.strategy is not None  # (a job on several GPUs has one)
+    notes = [f"one rank of a job on {spec.gpus} GPUs ({spec.strategy.value}): its step run on "
+             "torch's fake process group, which moves nothing"]  # fmt: skip
     if step.ddp_buckets_bytes:
         notes.append(
             f"DDP's gradient buckets, {step.ddp_buckets_bytes / 2**20:,.1f} MiB, are in the "

@@ -37,6 +37,7 @@ from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import RealScalarDraws
 from advisor.estimation.storage_bytes import BLOCK, StorageBytes, local_tensors
 from advisor.spec import Checkpointing, Device, TrialSpec
+from advisor.trial import one_rank
 from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 
 TOP_MODULES = 10
@@ -124,7 +125,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
     if spec.channels_last:  # before the fake storage: empty_like keeps the layout
         meta_model = meta_model.to(memory_format=torch.channels_last)
     unmodelled: set[str] = set()
-    rank_mesh = job_rank.mesh(spec) if spec.gpus > 1 else None  # (outside the fake mode)
+    rank_mesh = job_rank.mesh(spec)  # (FSDP2's: made outside the fake mode)
     with contextlib.ExitStack() as stack:
         for context in (
             FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run(),
@@ -138,10 +139,14 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         buckets: list[torch.Tensor] = []  # DDP's, alive through the step
         if spec.gpus > 1:
             model, buckets = job_rank.as_one_rank(model, spec, rank_mesh)
-            stack.enter_context(job_rank.fsdp_frees_counted(counter))
+            # FSDP2 frees gathered parameters by resizing their storage: the counter is told
+            told = one_rank.fsdp_storage_told(
+                counter.count, lambda tensor: counter.release(tensor.untyped_storage())
+            )
+            stack.enter_context(told)
         # a job's rank compiled is estimated eagerly: on the H200 gpt2's compiled FSDP2 rank at
-        # N=8 held what its eager rank did (to 0.04%), and inductor's count on the fake group
-        # lost half of it (experiments/2026-12-05-rank-estimate)
+        # N=8 had its eager rank's peak allocated (to 0.04%; its device peak 3.8% more), and
+        # inductor's count on the fake group lost half the step (-51%)
         compiling = spec.compile and spec.gpus == 1
         if spec.compile and not compiling:
             unmodelled.add(RANK_COMPILED)

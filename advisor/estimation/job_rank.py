@@ -9,15 +9,12 @@ built. On the H200 a DDP rank held its one-GPU step plus exactly those buckets
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 
-from advisor.estimation.storage_bytes import StorageBytes
-from advisor.spec import Strategy, TrialSpec
+from advisor.spec import TrialSpec
 from advisor.trial import one_rank
 from advisor.trial.collectives import Collectives
 
@@ -27,7 +24,7 @@ DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel's bucket_cap_mb, its de
 def mesh(spec: TrialSpec) -> DeviceMesh | None:
     """FSDP2's mesh for the job, made before the fake mode (a mesh made inside holds fake
     tensors, which the fake group cannot take); None for one GPU or DDP."""
-    if spec.gpus == 1 or spec.strategy is Strategy.ddp:
+    if spec.strategy is None or not spec.strategy.shards:
         return None
     return one_rank.mesh_of(spec, torch.device("cpu"))
 
@@ -37,7 +34,7 @@ def as_one_rank(
 ) -> tuple[nn.Module, list[torch.Tensor]]:
     """The model as one rank holds it, and DDP's gradient buckets (none for FSDP2), made now
     under the fake mode, so that they are counted and stay alive through the step."""
-    if spec.strategy is not Strategy.ddp:
+    if spec.strategy is not None and spec.strategy.shards:
         return one_rank.spread(model, spec, torch.device("cpu"), Collectives(), rank_mesh), []
     trained: list[torch.Tensor] = [p for p in model.parameters() if p.requires_grad]
     groups, _ = dist._compute_bucket_assignment_by_size(  # DDP's own grouping
@@ -48,12 +45,3 @@ def as_one_rank(
         for group in groups
     ]
     return model, buckets
-
-
-def fsdp_frees_counted(counter: StorageBytes) -> contextlib.AbstractContextManager[None]:
-    """The counter told of FSDP2's frees and gathers by resize (one_rank.fsdp_storage_told).
-    Without it every block's gathered parameters stayed counted from its first gather to the
-    step's end (gpt2 at N=2: its whole model, 0.46 GiB, too much)."""
-    return one_rank.fsdp_storage_told(
-        counter.count, lambda tensor: counter.release(tensor.untyped_storage())
-    )

@@ -45,7 +45,7 @@ class StorageBytes(TorchDispatchMode):
         # fake tensors, CPU streams, which torch.cpu tracks as CUDA would), by trace number:
         # the caching allocator keeps each stream's blocks apart
         self.streams: dict[int, int] = {}
-        self._stream_numbers: dict[int, int] = {id(torch.cpu.current_stream()): 0}
+        self._streams_seen: list[object] = [torch.cpu.current_stream()]  # (held: ids unique)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -125,8 +125,11 @@ class StorageBytes(TorchDispatchMode):
         return size
 
     def _note_stream(self, number: int) -> None:
-        stream = id(torch.cpu.current_stream())
-        index = self._stream_numbers.setdefault(stream, len(self._stream_numbers))
+        stream = torch.cpu.current_stream()
+        index = next((i for i, s in enumerate(self._streams_seen) if s is stream), None)
+        if index is None:
+            index = len(self._streams_seen)
+            self._streams_seen.append(stream)
         if index:
             self.streams[number] = index
 

@@ -152,8 +152,8 @@ class Space:
             grad_accum=accum,
             checkpointing=Checkpointing(p["checkpointing"]),
             precision=Precision(p["precision"]),
-            # FSDP2 shards only contiguous parameters (a conv's channels_last weights are not)
-            channels_last=bool(p["channels_last"]) and not (strategy and strategy.shards),
+            channels_last=bool(p["channels_last"])
+            and (strategy is None or strategy.takes_channels_last),
             compile=bool(p["compile"]),
             expandable_segments=bool(p["expandable_segments"]),
         )

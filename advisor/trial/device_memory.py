@@ -53,18 +53,18 @@ class CpuMemory(TorchDispatchMode):
 
     Each storage is counted once (views and in-place results share it) and uncounted when it is
     freed: torch keeps a storage's Python object alive exactly as long as the storage. FSDP2
-    frees and gathers again by resizing a storage, which it is told of (`fsdp`).
+    frees and gathers again by resizing a storage, which it is told of where it shards.
     """
 
-    def __init__(self, fsdp: bool = False) -> None:
+    def __init__(self, follows_fsdp_resizes: bool = False) -> None:
         super().__init__()
         self.live = 0
         self.peak = 0
-        self.fsdp = fsdp
+        self.follows_fsdp_resizes = follows_fsdp_resizes
         self._counted: dict[int, object] = {}  # data pointer: the count's own token
 
     def tracking(self) -> contextlib.AbstractContextManager[Any]:
-        if not self.fsdp:
+        if not self.follows_fsdp_resizes:
             return self
         stack = contextlib.ExitStack()
         stack.enter_context(self)

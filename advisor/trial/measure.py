@@ -26,7 +26,7 @@ from torch.utils._pytree import tree_leaves
 
 from advisor import gpus
 from advisor.result import Memory, Throughput
-from advisor.spec import Device, Strategy, TrialSpec
+from advisor.spec import Device, TrialSpec
 from advisor.trial.device_memory import (
     CpuMemory,
     CudaMemory,
@@ -70,8 +70,8 @@ def measure(
     memory_snapshot: torch's memory snapshot of the build, first step and warm-up (of an OOM
     there, up to it) is written there; recording stops before timing, which it would slow."""
     device = torch.device(spec.device.value)
-    fsdp = spec.gpus > 1 and spec.strategy is not Strategy.ddp
-    memory: DeviceMemory = CudaMemory(device) if spec.device is Device.cuda else CpuMemory(fsdp)
+    sharded = spec.strategy is not None and spec.strategy.shards
+    memory: DeviceMemory = CudaMemory(device) if spec.device is Device.cuda else CpuMemory(sharded)
     marks = StepMarks(memory)
     # NVML's view of the GPU before this process touches it, for when it cannot name processes.
     used_before = gpus.device_used_bytes(0) if spec.device is Device.cuda else None

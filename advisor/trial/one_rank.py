@@ -32,13 +32,13 @@ def join(spec: TrialSpec) -> None:
     """This process as rank 0 of spec.gpus on the fake group: once for a trial (a process of
     its own); again for an estimate of another job size in the same process."""
     if dist.is_initialized():
-        if dist.get_world_size() == spec.gpus:
-            return
-        if dist.get_backend() != FAKE:  # (a real job's group is never ours to end)
+        if dist.get_backend() != FAKE:  # (a real job's group is never ours to use or end)
             raise WorkloadError(
                 f"this process is a rank of a real job of {dist.get_world_size()} GPUs; "
                 f"estimate gpus={spec.gpus} in a process of its own"
             )
+        if dist.get_world_size() == spec.gpus:
+            return
         dist.destroy_process_group()
     if FAKE not in dist.Backend.backend_list:  # (a torch that registers it on this import)
         import torch.testing._internal.distributed.fake_pg  # noqa: F401
@@ -68,7 +68,8 @@ def spread(
         return wrapped
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    mesh = mesh or mesh_of(spec, device)
+    if mesh is None:
+        mesh = mesh_of(spec, device)
     blocks = [m for m in model.modules() if type(m).__name__ == spec.model.block]
     if not blocks:  # (the root alone would gather the whole model: not what fsdp= asked)
         name = spec.strategy.value if spec.strategy else "fsdp"

@@ -98,7 +98,8 @@ def test_the_target_line_names_a_budget_once_and_says_what_transfers_from_elsewh
     assert "target: t4, 12.00 GiB, keeping 5% free" in named
     assert "not on t4: the memory that fits transfers (with the same torch version), the " in named
     cpu = text(Target.budget(12 * GiB, 0.05), "cpu")
-    assert ": the memory that fits transfers to a GPU (with the same torch version), the " in cpu
+    # (a CPU's name has a colon of its own, "CPU: AMD EPYC": the phrase after it is not a second)
+    assert "; the memory that fits transfers to a GPU (with the same torch version), the " in cpu
 
 
 def test_a_sweeps_step_line_breaks_between_phrases_at_80_columns():
