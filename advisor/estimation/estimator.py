@@ -39,8 +39,12 @@ CALIBRATED_RANGE = (-0.06, 0.06)
 # allocated up to 3.7% (experiments/2026-12-03-compiled-estimate-same-torch). The estimate
 # compiles as the torch it runs on does: another torch's inductor may keep other tensors.
 COMPILED_ABOVE = 0.14
-# NCCL's communicators hold buffers of their own, which no fake group shows
-RANK_UNMODELLED = "NCCL's own buffers (not measured here yet: add them to the margin)"
+# NCCL holds memory of its own outside the allocator, which no fake group shows: 560 MiB at one
+# rank of a real group of one on the H200 (experiments/2026-12-05-h200-ranks); with peers, more
+RANK_UNMODELLED = (
+    "NCCL's own memory (560 MiB at one rank of a real group of one on an H200, more with "
+    "peers: keep it free with margin=)"
+)
 PROBED_GPU = re.compile(r"h[12]00", re.IGNORECASE)  # where the kernels' rules were probed (sm90)
 
 

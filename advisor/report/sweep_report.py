@@ -118,7 +118,7 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
         lines += [
             job_lines(best, best.job),
             Phrases(
-                "memory is a rank's, measured (NCCL's own buffers not in it); ",
+                "memory is a rank's, measured (NCCL's own, 560 MiB or more, not in it); ",
                 "rates below are each job's, modelled the same way; ",
                 "run it with torchrun, a process a GPU: "
                 + (

@@ -4,7 +4,11 @@ gpt2 runs about 2.5x its eager rate. Plain torch, gpt2 micro batch 8, bf16, fuse
 mode in a process of its own; dynamo's counters say what it compiled and where it broke:
 
     python compile_probe.py OUT.jsonl [MODE ...]   # each MODE (all unless given): eager,
-                        # compile, ddp8, ddp8_compile, ddp8_compile_no_split, fsdp8_compile
+                        # compile, ddp8, ddp8_compile, ddp8_compile_no_split, fsdp8_compile,
+                        # ddp8_compile_blocks, fsdp8_compile_blocks
+
+The *_compile_blocks modes compile each GPT2Block before wrapping (torchtitan's order), in
+place of the whole wrapped model.
 """
 
 # (no `from __future__ import annotations`: DDP reads the hook's annotations as objects)
@@ -20,7 +24,16 @@ import torch
 import torch.distributed as dist
 
 BATCH, SEQ, WARMUP, WINDOWS, STEPS = 8, 1024, 4, 3, 10
-MODES = ["eager", "compile", "ddp8", "ddp8_compile", "ddp8_compile_no_split", "fsdp8_compile"]
+MODES = [
+    "eager",
+    "compile",
+    "ddp8",
+    "ddp8_compile",
+    "ddp8_compile_no_split",
+    "fsdp8_compile",
+    "ddp8_compile_blocks",
+    "fsdp8_compile_blocks",
+]
 
 
 def hand_back(state: object, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
@@ -38,6 +51,10 @@ def one(mode: str) -> dict:
         torch._dynamo.config.optimize_ddp = False
     with torch.device("cuda"):
         model = GPT2LMHeadModel(GPT2Config(n_positions=SEQ, vocab_size=50257, use_cache=False))
+    blocks = [m for m in model.modules() if type(m).__name__ == "GPT2Block"]
+    if mode.endswith("compile_blocks"):
+        for block in blocks:
+            block.compile()
     if mode.startswith(("ddp", "fsdp")):
         if "fake" not in dist.Backend.backend_list:
             importlib.import_module("torch.testing._internal.distributed.fake_pg")
@@ -52,11 +69,11 @@ def one(mode: str) -> dict:
         from torch.distributed.fsdp import fully_shard
 
         mesh = init_device_mesh("cuda", (8,))
-        for block in [m for m in model.modules() if type(m).__name__ == "GPT2Block"]:
+        for block in blocks:
             fully_shard(block, mesh=mesh)
         fully_shard(model, mesh=mesh)
     optimizer = torch.optim.AdamW(model.parameters(), fused=True)
-    if "compile" in mode:
+    if "compile" in mode and not mode.endswith("compile_blocks"):
         model = torch.compile(model)
     tokens = torch.randint(50257, (BATCH, SEQ), device="cuda")
 

@@ -72,7 +72,7 @@ def test_estimates_of_several_job_sizes_in_one_process():
         four.step.params_bytes == fake_step(spec_of(*TINY, "gpus=4", "strategy=fsdp")).params_bytes
     )
     assert "one rank of a job on 4 GPUs (fsdp)" in four.notes[0]
-    assert any("NCCL's own buffers" in u for u in four.unmodelled)
+    assert any("NCCL's own memory" in u for u in four.unmodelled)
     said = four.to_dict()
     assert said["spec"]["gpus"] == 4 and said["spec"]["strategy"] == "fsdp"
 
