@@ -17,6 +17,7 @@ from typing import Any
 
 from torch.nn.modules.batchnorm import _BatchNorm
 
+from advisor import gpus
 from advisor.errors import EstimateError
 from advisor.estimation.allocator import ReplayOutOfMemory
 from advisor.estimation.corrections import Calibration, Corrections
@@ -39,11 +40,11 @@ CALIBRATED_RANGE = (-0.06, 0.06)
 # allocated up to 3.7% (experiments/2026-12-03-compiled-estimate-same-torch). The estimate
 # compiles as the torch it runs on does: another torch's inductor may keep other tensors.
 COMPILED_ABOVE = 0.14
-# NCCL holds memory of its own outside the allocator, which no fake group shows: 560 MiB at one
-# rank of a real group of one on the H200 (experiments/2026-12-05-h200-ranks); with peers, more
+# NCCL's memory outside the allocator, which no rank on the fake group shows (gpus.py)
 RANK_UNMODELLED = (
-    "NCCL's own memory (560 MiB at one rank of a real group of one on an H200, more with "
-    "peers: keep it free with margin=)"
+    f"NCCL's own memory, outside PyTorch's allocator: {gpus.NCCL_OWN_BYTES / 2**20:,.0f} MiB "
+    "in a one-GPU NCCL group on an H200, likely more with peers (the default margin=0.05 "
+    "keeps more than that free on a GPU of 11 GiB or more)"
 )
 PROBED_GPU = re.compile(r"h[12]00", re.IGNORECASE)  # where the kernels' rules were probed (sm90)
 

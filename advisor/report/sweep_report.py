@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from advisor import gpus
 from advisor.recommendation import DISAGREE, Against, Recommendation
 from advisor.report.terminal import (
     CUT_LEGEND,
@@ -118,7 +119,8 @@ def recommendation_report(rec: Recommendation, confirmation: TrialResult | None)
         lines += [
             job_lines(best, best.job),
             Phrases(
-                "memory is a rank's, measured (NCCL's own, 560 MiB or more, not in it); ",
+                "memory is a rank's, measured (NCCL's own memory, at least "
+                f"{gib(gpus.NCCL_OWN_BYTES)}, is not in it); ",
                 "rates below are each job's, modelled the same way; ",
                 "run it with torchrun, a process a GPU: "
                 + (

@@ -5,10 +5,13 @@ mode in a process of its own; dynamo's counters say what it compiled and where i
 
     python compile_probe.py OUT.jsonl [MODE ...]   # each MODE (all unless given): eager,
                         # compile, ddp8, ddp8_compile, ddp8_compile_no_split, fsdp8_compile,
-                        # ddp8_compile_blocks, fsdp8_compile_blocks
+                        # ddp8_compile_blocks, fsdp8_compile_blocks, ddp8_compile_mode_step,
+                        # fsdp8 (eager, added later: the compiled FSDP2 modes' baseline)
 
 The *_compile_blocks modes compile each GPT2Block before wrapping (torchtitan's order), in
-place of the whole wrapped model.
+place of the whole wrapped model. ddp8_compile_mode_step runs the second warm-up step under a
+dispatch mode that passes every operator through, as advisor's rank trial records a step's
+collectives. peak_allocated_bytes is the timed steps' (the peak is reset after warm-up).
 """
 
 # (no `from __future__ import annotations`: DDP reads the hook's annotations as objects)
@@ -19,9 +22,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch.utils._python_dispatch import TorchDispatchMode
 
 BATCH, SEQ, WARMUP, WINDOWS, STEPS = 8, 1024, 4, 3, 10
 MODES = [
@@ -33,7 +38,14 @@ MODES = [
     "fsdp8_compile",
     "ddp8_compile_blocks",
     "fsdp8_compile_blocks",
+    "ddp8_compile_mode_step",
+    "fsdp8",
 ]
+
+
+class PassThrough(TorchDispatchMode):
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        return func(*args, **(kwargs or {}))
 
 
 def hand_back(state: object, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
@@ -52,7 +64,7 @@ def one(mode: str) -> dict:
     with torch.device("cuda"):
         model = GPT2LMHeadModel(GPT2Config(n_positions=SEQ, vocab_size=50257, use_cache=False))
     blocks = [m for m in model.modules() if type(m).__name__ == "GPT2Block"]
-    if mode.endswith("compile_blocks"):
+    if "compile_blocks" in mode:
         for block in blocks:
             block.compile()
     if mode.startswith(("ddp", "fsdp")):
@@ -73,7 +85,7 @@ def one(mode: str) -> dict:
             fully_shard(block, mesh=mesh)
         fully_shard(model, mesh=mesh)
     optimizer = torch.optim.AdamW(model.parameters(), fused=True)
-    if "compile" in mode and not mode.endswith("compile_blocks"):
+    if "compile" in mode and "compile_blocks" not in mode:
         model = torch.compile(model)
     tokens = torch.randint(50257, (BATCH, SEQ), device="cuda")
 
@@ -84,9 +96,14 @@ def one(mode: str) -> dict:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    for _ in range(WARMUP):
-        step()
+    for warmup in range(WARMUP):
+        if warmup == 1 and mode.endswith("mode_step"):
+            with PassThrough():
+                step()
+        else:
+            step()
     torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
     rates = []
     for _ in range(WINDOWS):
         started = time.perf_counter()
@@ -95,6 +112,7 @@ def one(mode: str) -> dict:
         torch.cuda.synchronize()
         rates.append(BATCH * STEPS / (time.perf_counter() - started))
     return {"mode": mode, "samples_per_s": statistics.median(rates), "rates": rates,
+            "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
             "graph_breaks": dict(counters["graph_break"]), "stats": dict(counters["stats"]),
             "torch": torch.__version__}  # fmt: skip
 
