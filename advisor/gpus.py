@@ -28,8 +28,9 @@ from advisor.paths import CONF_DIR
 # h200-memory); the estimate adds it, and a trial capped to a smaller target leaves room for it.
 DEFAULT_CONTEXT_BYTES = 762 * 2**20
 # What NCCL holds on a GPU outside the allocator, which a rank on the fake process group never
-# shows: measured once, in a one-GPU NCCL group on the H200, under DDP (under FSDP2, 490 MiB more
-# than the fake group's process; experiments/2026-12-05-h200-ranks). Likely more with peers.
+# shows: measured once, in a one-GPU NCCL group on the H200, over the fake group's process under
+# DDP (490 MiB under FSDP2, whose fake-group process holds 70 MiB more; experiments/2026-12-05-
+# h200-ranks). Likely more with peers.
 NCCL_OWN_BYTES = 560 * 2**20
 
 
