@@ -601,3 +601,11 @@ def shapes_of_tiny_mlp() -> list[tuple[int, ...]]:
 
     model = TinyMLP(in_features=64, hidden=256, depth=3, num_classes=10)
     return [tuple(p.shape) for p in model.parameters()]
+
+
+def test_the_header_counts_micro_batches_in_words():
+    """'1 micro batch a step', '4 micro batches a step': the header is read by people."""
+    one = lines.header(spec_of("model=tiny_mlp", "batch_size=8"), "lib", [])
+    four = lines.header(spec_of("model=tiny_mlp", "batch_size=8", "grad_accum=4"), "lib", [])
+    assert "8 samples a micro batch, 1 micro batch a step (8 samples)" in one[1]
+    assert "8 samples a micro batch, 4 micro batches a step (32 samples)" in four[1]

@@ -42,7 +42,9 @@ def accelerate_config(spec: TrialSpec) -> TrainerConfig:
         "",
         "",
         "def train_step(batch):",
-        f'    """One micro batch; the optimizer steps on every {spec.grad_accum} of them."""',
+        f'    """One micro batch; the optimizer steps on every {spec.grad_accum} of them."""'
+        if spec.grad_accum > 1
+        else '    """One batch; the optimizer steps on each."""',
         "    with accelerator.accumulate(model):",
         "        loss = compute_loss(model, batch)",
         "        accelerator.backward(loss)",

@@ -169,7 +169,8 @@ def header(spec: TrialSpec, library: str, expects: list[str]) -> list[str]:
     return [
         f"# advisor's recommended setting for {spec.model.name} on {spec.device.value}, in "
         f"{library}'s words:",
-        f"# {spec.batch_size} samples a micro batch, {spec.grad_accum} micro batches a step "
+        f"# {spec.batch_size} samples a micro batch, {spec.grad_accum} micro "
+        f"batch{'es' if spec.grad_accum > 1 else ''} a step "
         f"({spec.effective_batch_size} samples)",
         *(f"# {line}" for line in expects),
     ]

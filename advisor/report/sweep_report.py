@@ -257,9 +257,9 @@ def baseline_line(
         return Phrases("your current settings ", f"({setting}) ", "are the fastest that fit",
                        style="bold")  # fmt: skip
     saved = versus.memory_saved_bytes
-    memory = f"{gib(abs(saved))} {'less' if saved >= 0 else 'more'}"
+    memory = f" and {gib(abs(saved))} {'less' if saved >= 0 else 'more'}"
     if abs(saved) < 2**20:
-        memory = "the same memory"
+        memory = ", in the same memory,"
     speed = (
         f"{versus.speedup:.2f}x faster" if versus.speedup >= 1
         else f"{1 / versus.speedup:.2f}x slower"
@@ -270,7 +270,7 @@ def baseline_line(
         Text("the difference is within the two rates' 95% intervals", "yellow"),
     ]
     return Phrases(
-        Text(f"{speed} and {memory} ", "yellow" if unshown or versus.speedup < 1 else "bold green"),
+        Text(f"{speed}{memory} ", "yellow" if unshown or versus.speedup < 1 else "bold green"),
         "than your current settings ", f"({setting}), ", f"which {verdict}",
         *(within if unshown else []),
     )  # fmt: skip

@@ -76,6 +76,12 @@ def test_a_speedup_within_the_rates_intervals_is_said_to_be_not_shown():
         line = sweep_report.baseline_line(pair[0], against(pair[0], rec.best), rec).plain
         assert line.startswith(f"{best_rate / 100:.2f}x faster")
         assert ("; the difference is within the two rates' 95% intervals" in line) is said
+    # the same memory is said as such, not as a comparison ("the same memory than ...")
+    same = [known_to(baseline, 0.02, 100.0), known_to(best, 0.02, 150.0)]
+    same[1] = dataclasses.replace(same[1], memory=same[0].memory)
+    rec = recommend(same, target)
+    line = sweep_report.baseline_line(same[0], against(same[0], same[1]), rec).plain
+    assert line.startswith("1.50x faster, in the same memory, than your current settings")
 
 
 def test_the_target_line_names_a_budget_once_and_says_what_transfers_from_elsewhere():
