@@ -229,8 +229,8 @@ def _nvml() -> Iterator[Any]:
 
 
 def format_bytes(n: int) -> str:
-    """A size as a budget is written: 24GiB, 1.5GiB, 512MiB."""
+    """A size as a budget is written: 24GiB, 1.5GiB, 512MiB; to 4 figures (64MB is 61.04MiB)."""
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
-            return f"{n / size:g}{unit}"
+            return f"{n / size:.4g}{unit}"
     return f"{n}B"

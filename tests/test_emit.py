@@ -103,6 +103,7 @@ def test_hf_arguments_train_a_transformers_model(tmp_path, monkeypatch):
     assert emitted.arguments[checkpointing] is True
     assert set(emitted.arguments) <= set(taken)
     assert emitted.arguments["optim"] == "adamw_torch_fused"
+    assert "import torch\n" not in emitted.text  # (nothing of it is used: run_text lends none)
     model = model_of(spec)
     before = snapshot(model)
     ran = run_text(emitted, model=model, train_dataset=token_dataset(spec))

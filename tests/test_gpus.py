@@ -3,6 +3,7 @@
 import pytest
 
 from advisor import gpus
+from advisor.target import Target
 
 
 @pytest.mark.parametrize(
@@ -29,3 +30,12 @@ def test_no_nvml_means_no_local_gpu(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert gpus.local_gpu() is None
     assert gpus.device_used_bytes() is None
+
+
+def test_a_budget_is_named_by_its_size_to_four_figures():
+    # (64MB as the helper wrote it: the name was 61.0352MiB)
+    named = [Target.budget(n, 0.05).name for n in (64 * 10**6, 24 * 2**30, 3 * 2**29)]
+    assert named == ["61.04MiB", "24GiB", "1.5GiB"]
+    # a budget stored by an older advisor, to 6 figures, is still a budget; a profile is not
+    assert Target("61.0352MiB", 64 * 10**6, 0.05).is_budget
+    assert not Target("h100_80gb", 80 * 10**9, 0.05).is_budget

@@ -180,7 +180,10 @@ def python_text(spec: TrialSpec, library: str, expects: list[str], *parts: list[
     """Python the user saves: the header, the allocator's environment variable, then the
     parts (imports, the setup, the trainer), a blank line between."""
     said = [*header(spec, library, expects), *environment_lines(spec)]
+    code = [line for part in parts for line in part if not line.startswith(("import ", "from "))]
+    unused = [] if any("torch." in line for line in code) else ["import torch"]
     for part in parts:
+        part = [line for line in part if line not in unused]  # (a CPU Trainer's needs none)
         said += [*part, ""] if part else []
     return "\n".join(said).rstrip("\n") + "\n"
 
