@@ -33,7 +33,7 @@ from advisor.errors import (
     TrialsFolderError,
 )
 from advisor.history_cli import history_commands
-from advisor.recommendation import Against, Recommendation
+from advisor.recommendation import Against, Recommendation, disagreement
 from advisor.report import estimate_report, plots, sweep_report, tables, terminal
 from advisor.result import Status
 from advisor.store.store import Store
@@ -242,10 +242,16 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
     with prints_to_stderr():
         _check_emit_for(trainer, verbs.configure(overrides=given).gpus)
         rec = verbs.recommend(overrides=given)
+    measured = rec.best_measured  # (the sweep says its own answer's repeats)
     if as_json:
-        print(json.dumps({**rec.to_dict(), **_emitted_dict(rec, trainer)}, indent=2))
+        repeats = {"repeats": [r.to_dict() for r in measured],
+                   "disagreement": disagreement(measured)}  # fmt: skip
+        print(json.dumps({**rec.to_dict(), **repeats, **_emitted_dict(rec, trainer)}, indent=2))
     else:
-        (err if trainer else out).print(sweep_report.recommendation_report(rec, None))
+        report = err if trainer else out
+        report.print(sweep_report.recommendation_report(rec, None))
+        if len(measured) > 1:
+            report.print(sweep_report.repeats_line(measured, disagreement(measured)))
         _print_emitted(rec, trainer)
     if rec.best is None:
         raise typer.Exit(1)

@@ -28,6 +28,8 @@ class Recommendation:
     considered: int  # ok trials looked at
     measured_on: list[str]  # the devices the throughput figures come from
     thin: str | None  # why history is too thin to trust, if it is
+    # the best setting's measurements that its rate counts by (`counted`), oldest first
+    best_measured: list[TrialResult] = dataclasses.field(default_factory=list)
 
     @property
     def margin_left_bytes(self) -> int | None:
@@ -76,14 +78,17 @@ def recommend(
         thin = f"{said}; measure more with advisor sweep"
     elif not fitting:
         thin = "no measured setting fits the target; sweep smaller batches or checkpointing"
+    best = fitting[0] if fitting else None
+    same = [r for r in results if best and r.spec.uncapped.hash == best.spec.uncapped.hash]
     return Recommendation(
         target=target,
-        best=fitting[0] if fitting else None,
+        best=best,
         runners_up=fitting[1 : 1 + RUNNERS_UP],
         front=pareto_front(ok),
         considered=len(ok),
         measured_on=sorted({r.environment.device_name for r in ok if r.environment}),
         thin=thin,
+        best_measured=sorted(counted(same, target), key=_newest),
     )
 
 
@@ -140,11 +145,17 @@ def one_per_setting(results: Sequence[TrialResult], target: Target) -> list[Tria
         groups.setdefault(r.spec.uncapped.hash, []).append(r)
     chosen = []
     for group in groups.values():
-        fitting = [r for r in group if _rank(r, target)[0]]
-        newest = newest_load(fitting)
-        fitting = sorted((r for r in fitting if same_load(r, newest)), key=_speed)
+        fitting = counted(group, target)
         chosen.append(fitting[(len(fitting) - 1) // 2] if fitting else max(group, key=_newest))
     return chosen
+
+
+def counted(measurements: Sequence[TrialResult], target: Target) -> list[TrialResult]:
+    """Of one setting's measurements, those its rate counts by (one_per_setting): the ones
+    that fit the target, timed under the load of the newest of them; slowest first."""
+    fitting = [r for r in measurements if _rank(r, target)[0]]
+    newest = newest_load(fitting)
+    return sorted((r for r in fitting if same_load(r, newest)), key=_speed)
 
 
 def load_of(result: TrialResult) -> float | None:

@@ -37,3 +37,24 @@ def test_a_setting_measured_again_counts_by_its_median_not_its_first():
 def test_a_setting_measured_once_is_its_own_figure():
     only, other = measured(1, 398.0, "batch_size=64"), measured(2, 300.0, "batch_size=128")
     assert typical(only, [other], TARGET) is only
+
+
+def under_load(result, load: float):
+    assert result.throughput is not None
+    return dataclasses.replace(
+        result, throughput=dataclasses.replace(result.throughput, machine_load=load)
+    )
+
+
+def test_the_answer_keeps_the_measurements_it_counts_by():
+    """recommend says how often its answer was measured and how far apart, as the sweep does:
+    the measurements of the newest load only (the older load's 241,912/s is not among them)."""
+    old = under_load(measured(1, 241_912.0, "batch_size=64"), 0.0)
+    newer = [under_load(measured(i, rate, "batch_size=64"), 0.5)
+             for i, rate in ((2, 85_534.0), (3, 63_489.0))]  # fmt: skip
+    other = under_load(measured(4, 50_000.0, "batch_size=128"), 0.5)
+    rec = recommend([old, *newer, other], TARGET)
+    assert rec.best is not None and rec.best.id == 3  # (of two, the lower)
+    assert rec.best_measured == newer
+    alone = recommend([other], TARGET)
+    assert alone.best_measured == [other]

@@ -81,6 +81,9 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
     from_history = json.loads(rec.stdout)
     assert from_history["recommendation"]["id"] == best["id"]
     assert from_history["measured_on"][0].startswith("CPU")
+    # it says how often its answer was measured (of the newest load's: perhaps fewer)
+    counted = [r["id"] for r in from_history["repeats"]]
+    assert best["id"] in counted and set(counted) <= {r["id"] for r in repeats}
 
     table = advisor("recommend", "model=tiny_mlp", "device=cpu", "gpu=t4", db_url=db_url)
     gpu_only = advisor("recommend", "model=tiny_mlp", "gpu=t4", db_url=db_url)
@@ -89,6 +92,8 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
         gpu_only.stderr
     )
     assert "recommended:" in table.stdout
+    if len(counted) > 1:
+        assert f"measured {len(counted)} times: " in " ".join(table.stdout.split())
     assert (
         "not on t4: the memory that fits transfers (with the same torch version), the rates do not"
         in (table.stdout.replace("\n", " "))
