@@ -39,7 +39,7 @@ def test_sweep_end_to_end_then_resume_then_recommend(db_url, tmp_path, monkeypat
     assert best["status"] == "ok" and best["memory"]["peak_reserved_bytes"] <= 0.95 * 12 * 2**20
     assert best["throughput"]["samples_per_s"] > 0
     assert answer["target"]["memory_bytes"] == 12 * 2**20
-    assert answer["pareto_front"] and answer["sweep"]["stop_reason"].startswith("measured 4")
+    assert answer["pareto_front"] and answer["sweep"]["stop_reason"].startswith("4 specs measured")
     assert "[1/4 measured" in first.stderr and "best" in first.stderr  # progress as it runs
     assert "measured again (a repeat of the fastest so far) " in first.stderr  # the answer's too
     # each measured setting that fit has its largest batch predicted; the best's is at least its own

@@ -224,8 +224,8 @@ class Sweeper:
             if self._failure is not None:
                 return "stopped: a worker failed"
             if self.progress.measured >= trials:
-                measured = self.progress.measured
-                return self._unless_busy(f"measured {measured} specs (trials={trials})")
+                measured = self.progress.measured  # (more than trials= where resumed with fewer)
+                return self._unless_busy(f"{measured} specs measured, trials={trials} reached")
             if minutes is not None and self._past_due(60 * minutes):
                 return self._unless_busy(
                     f"the answer is due at {minutes:g} minutes (minutes={minutes:g}): a trial "

@@ -477,13 +477,14 @@ def test_the_combination_comes_before_the_climbs_down_and_joins_what_each_change
 
 def test_a_budget_already_spent_says_how_many_were_measured(db_url, study_url):
     """Resumed with fewer trials than it has measured (trials=2 after 3), the sweep stops at
-    once and says the count it has, not its budget (it said "measured 2 specs" of 3)."""
+    once and says the count it has, not its budget (it said "measured 2 specs" of 3, then
+    "measured 3 specs (trials=2)")."""
     backend = FakeBackend(Store(db_url))
     sweeper, _ = make_sweeper(Store(db_url), backend, study_url)
     sweeper.run(trials=3, minutes=None, patience=100)
     assert sweeper.progress.measured == 3
     reason = sweeper.run(trials=2, minutes=None, patience=100)
-    assert reason == "measured 3 specs (trials=2)" and len(backend.calls) == 3
+    assert reason == "3 specs measured, trials=2 reached" and len(backend.calls) == 3
 
 
 def test_a_sharded_point_names_its_spec_without_channels_last():
