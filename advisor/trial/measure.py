@@ -9,7 +9,8 @@ Runs inside the worker process (it initialises CUDA). The protocol (DESIGN.md):
 - where the seconds went: building, the first step (compilation, cuDNN's benchmark), the other
   warm-up steps, timing; and how busy the machine was with other work while it timed;
 - one rank of a job on several GPUs: what its collectives carried in the second step (the
-  first whose buckets DDP has settled), recorded outside the timed steps;
+  first whose buckets DDP has settled), recorded outside the timed steps (compiled, without
+  letting dynamo give up on code it meets there: _collectives_recorded);
 - every figure in int bytes and float seconds.
 How memory is counted is device_memory.py's; how steps are timed, timing.py's; what an OOM
 is, out_of_memory.py's.
@@ -48,7 +49,7 @@ from advisor.trial.timing import (
     time_steps,
     warmup_step,
 )
-from advisor.trial.training import build, train_step
+from advisor.trial.training import Training, build, train_step
 
 # fp16's GradScaler starts at a scale of 2**16 and halves it, skipping the optimizer step, while
 # gradients overflow: warm-up goes on (up to this many steps) until a step really updates, so
@@ -80,8 +81,17 @@ def measure(
     snapshot = None
     if memory_snapshot and spec.device is Device.cuda:
         snapshot = MemorySnapshot(memory_snapshot)
+    # the CPU's count is a dispatch mode, under which dynamo compiles nothing (below); with
+    # dynamo off, it marks no code as never to compile (see _collectives_recorded)
+    counted_eagerly = spec.compile and spec.device is Device.cpu
     try:
-        with memory.tracking(), snapshot or contextlib.nullcontext():
+        with (
+            memory.tracking(),
+            snapshot or contextlib.nullcontext(),
+            torch.compiler.set_stance("force_eager")
+            if counted_eagerly
+            else contextlib.nullcontext(),
+        ):
             on_phase("building")
             training = build(spec, device)
             marks.training = training
@@ -96,8 +106,7 @@ def measure(
             warmup_steps = 1
             communication = {}
             if training.collectives is not None:  # one rank of several GPUs: a step's bytes
-                with training.collectives.recording():
-                    skipped = warmup_step(training, marks)
+                skipped = _collectives_recorded(training, spec, marks)
                 warmup_steps += 1
                 communication = training.collectives.figures()
             while warmup_steps < max(settings.warmup_steps, 3) or (
@@ -112,7 +121,7 @@ def measure(
                 t for t in tree_leaves(training.batch) if isinstance(t, torch.Tensor)
             )
             warmup_s = clock.lap()
-        if spec.compile and spec.device is Device.cpu:
+        if counted_eagerly:
             # CPU memory is counted by a dispatch mode, under which dynamo runs the model
             # eagerly: it compiles at the first step outside it, which belongs to compiling,
             # not to timing (there it took a 2-core trial's time budget in one step); the
@@ -176,3 +185,27 @@ def measure(
         **communication,
     )
     return mem, throughput
+
+
+def _collectives_recorded(training: Training, spec: TrialSpec, marks: StepMarks) -> bool:
+    """One warm-up step with what its collectives carry recorded (a dispatch mode); whether the
+    optimizer skipped it. dynamo compiles no frame it meets under a dispatch mode, and a torch
+    without pytorch/pytorch#186085 (June 2026) marks that frame's code never to compile again:
+    on the H200's torch 2.11, a compiled DDP rank of gpt2 then ran at its eager rate, holding
+    more than the eager rank (49.5 against 48.2 GiB; one GPU compiled: 28.1). A compiled rank
+    records its step with dynamo's stance eager_on_recompile, which runs the compiled code
+    where its guards hold and the rest eagerly, marking nothing; what an eager part held is
+    then given back (the cache emptied, the peak and the activations counted afresh), so that
+    the steady figures are the compiled steps' alone."""
+    assert training.collectives is not None
+    if not spec.compile:
+        with training.collectives.recording():
+            return warmup_step(training, marks)
+    activations = marks.activations_bytes
+    with torch.compiler.set_stance("eager_on_recompile"), training.collectives.recording():
+        skipped = warmup_step(training, marks)
+    marks.activations_bytes = activations
+    if spec.device is Device.cuda:
+        torch.cuda.empty_cache()
+    marks.restart_peak()
+    return skipped
