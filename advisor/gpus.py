@@ -228,6 +228,18 @@ def _nvml() -> Iterator[Any]:
         pynvml.nvmlShutdown()
 
 
+def size_text(n: float) -> str:
+    """A size in the unit that shows it: GiB, MiB, KiB, or bytes (a tiny model's parameters
+    were "0.0 MiB", and a sweep skipped a spec "estimated at 0.0 GiB" for a 12 MiB budget)."""
+    if abs(n) >= 2**30:
+        return f"{n / 2**30:.2f} GiB"
+    if abs(n) >= 2**20:
+        return f"{n / 2**20:.1f} MiB"
+    if abs(n) >= 2**10:
+        return f"{n / 2**10:.1f} KiB"
+    return f"{n:.0f} B"
+
+
 def format_bytes(n: int) -> str:
     """A size as a budget is written: 24GiB, 1.5GiB, 512MiB; to 4 figures (64MB is 61.04MiB)."""
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):

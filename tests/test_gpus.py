@@ -39,3 +39,9 @@ def test_a_budget_is_named_by_its_size_to_four_figures():
     # a budget stored by an older advisor, to 6 figures, is still a budget; a profile is not
     assert Target("61.0352MiB", 64 * 10**6, 0.05).is_budget
     assert not Target("h100_80gb", 80 * 10**9, 0.05).is_budget
+
+
+def test_a_size_is_said_in_the_unit_that_shows_it():
+    # (a sweep for a 12 MiB budget skipped a spec "estimated at 0.0 GiB without running")
+    sizes = [gpus.size_text(n) for n in (14.2 * 2**20, 3 * 2**30, 1536, 12)]
+    assert sizes == ["14.2 MiB", "3.00 GiB", "1.5 KiB", "12 B"]

@@ -12,6 +12,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from advisor import gpus
 from advisor.communication import carried_bytes
 from advisor.result import (
     Category,
@@ -45,17 +46,8 @@ CUT_LEGEND = "≤: timing cut short once it could not beat the best; the rate is
 
 
 def gib(n: float | None) -> str:
-    """A size in the unit that shows it: GiB, MiB, KiB, or bytes (a tiny model's parameters
-    were "0.0 MiB")."""
-    if n is None:
-        return "-"
-    if abs(n) >= 2**30:
-        return f"{n / 2**30:.2f} GiB"
-    if abs(n) >= 2**20:
-        return f"{n / 2**20:.1f} MiB"
-    if abs(n) >= 2**10:
-        return f"{n / 2**10:.1f} KiB"
-    return f"{n:.0f} B"
+    """A size in the unit that shows it (gpus.size_text), "-" for none."""
+    return "-" if n is None else gpus.size_text(n)
 
 
 class Phrases:

@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Protocol
 
+from advisor import gpus
 from advisor.errors import EstimateError
 from advisor.estimation.memory_line import AffineFit, family_key, fit
 from advisor.result import Status, TrialResult
@@ -74,7 +75,7 @@ class Feasibility:
         except EstimateError:  # a step fake tensors cannot run: measured instead
             return None
         if self.target.excess(estimated) > CLEARLY_OVER_ESTIMATE:
-            reason = f"estimated at {estimated / 2**30:.1f} GiB without running"
+            reason = f"estimated at {gpus.size_text(estimated)} without running"
             if spec.compile:
                 reason += f" (eager estimate x {ratio:.2f}, as compiled measured against eager)"
             return Verdict(Settled.estimate, reason)
@@ -109,7 +110,7 @@ class Feasibility:
         if line is not None and line.points > 1:
             predicted = line.peak(spec.batch_size) + line.max_residual_bytes
             if self.target.excess(predicted) > CLEARLY_OVER:
-                reason = f"memory line predicts {predicted / 2**30:.1f} GiB"
+                reason = f"memory line predicts {gpus.size_text(predicted)}"
                 return Verdict(Settled.memory_model, reason)
         return None
 

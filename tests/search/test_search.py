@@ -18,6 +18,7 @@ from fake_backend import (
     peak,
 )  # fmt: skip
 
+from advisor import gpus
 from advisor.config import load, searched_optimizers, space_config, trial_spec
 from advisor.errors import ConfigError
 from advisor.estimation.memory_line import fit
@@ -242,6 +243,7 @@ def test_an_estimate_rules_out_what_clearly_cannot_fit_before_any_gpu_time(db_ur
     sweeper.run(trials=1, minutes=None, patience=100)
     first = sweeper.progress.steps[0]
     assert first.settled == "estimate" and not first.feasible and first.spec == huge
+    assert first.reason == f"estimated at {gpus.size_text(peak(huge))} without running"
     assert huge not in backend.calls
 
 
