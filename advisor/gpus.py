@@ -241,8 +241,9 @@ def size_text(n: float) -> str:
 
 
 def format_bytes(n: int) -> str:
-    """A size as a budget is written: 24GiB, 1.5GiB, 512MiB; to 4 figures (64MB is 61.04MiB)."""
+    """A size as a budget is written: 24GiB, 1.5GiB, 512MiB (a budget's name, in its sweep's
+    key: as it was, so that its sweep resumes; Target.label is what is shown)."""
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
-            return f"{n / size:.4g}{unit}"
+            return f"{n / size:g}{unit}"
     return f"{n}B"

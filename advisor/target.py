@@ -5,7 +5,6 @@ trial runs under. The sweep, recommend, estimate and the server all name their t
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from advisor import gpus
 from advisor.errors import ConfigError
@@ -30,8 +29,13 @@ class Target:
 
     @property
     def is_budget(self) -> bool:
-        """Named by its size (also as an older advisor wrote it, to 6 figures)."""
-        return re.fullmatch(r"[0-9.]+(GiB|MiB|KiB|B)", self.name) is not None
+        return self.name == gpus.format_bytes(self.memory_bytes)
+
+    @property
+    def label(self) -> str:
+        """The target as said to a user: a GPU's name, or a budget's size (64MB: "61.0 MiB",
+        where its name is "61.0352MiB")."""
+        return gpus.size_text(self.memory_bytes) if self.is_budget else self.name
 
     @property
     def allowed_bytes(self) -> int:

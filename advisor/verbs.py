@@ -332,7 +332,7 @@ def sweep(
     taken_up = study.resumed(record, optuna_study.study_name, len(used), planned.arguments)
     events.started(
         sweep_id,
-        f"{base.model.name} on {device_name} for {target.name}"
+        f"{base.model.name} on {device_name} for {target.label}"
         + (f" (a job on {base.gpus} GPUs: a rank of each measured)" if base.gpus > 1 else "")
         + f": {space.size()} combinations to search",
         taken_up,

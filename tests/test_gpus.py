@@ -32,16 +32,16 @@ def test_no_nvml_means_no_local_gpu(monkeypatch):
     assert gpus.device_used_bytes() is None
 
 
-def test_a_budget_is_named_by_its_size_to_four_figures():
-    # (64MB as the helper wrote it: the name was 61.0352MiB)
-    named = [Target.budget(n, 0.05).name for n in (64 * 10**6, 24 * 2**30, 3 * 2**29)]
-    assert named == ["61.04MiB", "24GiB", "1.5GiB"]
-    # a budget stored by an older advisor, to 6 figures, is still a budget; a profile is not
-    assert Target("61.0352MiB", 64 * 10**6, 0.05).is_budget
-    assert not Target("h100_80gb", 80 * 10**9, 0.05).is_budget
-
-
 def test_a_size_is_said_in_the_unit_that_shows_it():
     # (a sweep for a 12 MiB budget skipped a spec "estimated at 0.0 GiB without running")
     sizes = [gpus.size_text(n) for n in (14.2 * 2**20, 3 * 2**30, 1536, 12)]
     assert sizes == ["14.2 MiB", "3.00 GiB", "1.5 KiB", "12 B"]
+
+
+def test_a_budget_keeps_its_name_and_is_shown_by_its_size():
+    """A budget's name is in its sweep's key, as it was (64MB: "61.0352MiB"), so that its sweep
+    resumes; what the sweep's lines, the estimate and the plot show is its size."""
+    budget = Target.budget(64 * 10**6, 0.05)
+    assert (budget.name, budget.label, budget.is_budget) == ("61.0352MiB", "61.0 MiB", True)
+    gpu = Target("h100_80gb", 80 * 10**9, 0.05)
+    assert (gpu.label, gpu.is_budget) == ("h100_80gb", False)

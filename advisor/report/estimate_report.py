@@ -54,7 +54,7 @@ def estimate_report(e: Estimate) -> Group:
         f" ({gib(low)} to {gib(high)} by its error where it was checked)" if low != high else ""
     )
     lines: list[Text | Table] = [
-        Text(f"estimate for {describe_spec(e.spec)} on {target.name} (nothing was run)",
+        Text(f"estimate for {describe_spec(e.spec)} on {target.label} (nothing was run)",
              style="bold"),
         Text(f"device peak {gib(e.device_peak_bytes)}{checked} of {gib(target.memory_bytes)}: "
              f"{e.verdict.value} under {gib(target.allowed_bytes)} ({target.margin:.0%} kept "

@@ -105,7 +105,7 @@ def save_sweep(
         )
     ax.set_xlabel(f"device peak (reserved + context), {unit}")
     ax.set_ylabel("samples/s")
-    title = f"{rec.best.spec.model.name if rec.best else ''} sweep for {target.name}"
+    title = f"{rec.best.spec.model.name if rec.best else ''} sweep for {target.label}"
     ax.set_title(title, parse_math=False)  # a name's $...$ is not mathtext
     ax.legend(fontsize=8, loc="lower right")
     fig.savefig(file, format=fmt, dpi=120, bbox_inches="tight")

@@ -314,7 +314,7 @@ def largest_batches(sweeper_largest: dict[str, tuple[TrialSpec, int, str]]) -> l
 
 
 def largest_batches_table(rows: list[dict], target: Target) -> Table:
-    title = f"largest micro batch predicted to fit {target.name}, by setting"
+    title = f"largest micro batch predicted to fit {target.label}, by setting"
     table = Table(title=Text(title, style="table.title"), title_justify="left")
     for column in ("setting", "largest batch", "by"):
         table.add_column(column, justify="right" if column == "largest batch" else "left")
