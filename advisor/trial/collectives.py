@@ -51,13 +51,14 @@ class Collectives(TorchDispatchMode):
         self.on = False
 
     @contextlib.contextmanager
-    def recording(self) -> Iterator[None]:
-        """Record what runs inside, from nothing."""
+    def recording(self, watch_ops: bool = True) -> Iterator[None]:
+        """Record what runs inside, from nothing: what add() is told, and where `watch_ops`,
+        the c10d ops that run (as a dispatch mode, which dynamo does not compile under)."""
         self.carried.clear()
         self.count = self.largest = 0
         self.on = True
         try:
-            with self:
+            with self if watch_ops else contextlib.nullcontext():
                 yield
         finally:
             self.on = False

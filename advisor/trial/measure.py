@@ -188,24 +188,30 @@ def measure(
 
 
 def _collectives_recorded(training: Training, spec: TrialSpec, marks: StepMarks) -> bool:
-    """One warm-up step with what its collectives carry recorded (a dispatch mode); whether the
-    optimizer skipped it. dynamo compiles no frame it meets under a dispatch mode, and a torch
-    without pytorch/pytorch#186085 (June 2026) marks that frame's code never to compile again:
-    on the H200's torch 2.11, a compiled DDP rank of gpt2 then ran at its eager rate, holding
-    more than the eager rank (49.5 against 48.2 GiB; one GPU compiled: 28.1). A compiled rank
-    records its step with dynamo's stance eager_on_recompile, which runs the compiled code
-    where its guards hold and the rest eagerly, marking nothing; what an eager part held is
-    then given back (the cache emptied, the peak and the activations counted afresh), so that
-    the steady figures are the compiled steps' alone."""
-    assert training.collectives is not None
-    if not spec.compile:
-        with training.collectives.recording():
+    """One warm-up step with what its collectives carry recorded; whether the optimizer
+    skipped it. DDP's are told by its comm hook; FSDP2's are c10d's ops, seen by a dispatch
+    mode. dynamo compiles no frame it meets under a dispatch mode, and a torch without
+    pytorch/pytorch#186085 (June 2026) marks that frame's code never to compile again. On the
+    H200's torch 2.11 a compiled DDP rank of gpt2 (b32, at 8, recorded under the mode then)
+    ran at its eager rate and held more than the eager rank (device peak 49.5 against 48.2 GiB;
+    one GPU compiled: 28.1), likely for this reason. So DDP records without the mode. A
+    compiled FSDP2 rank on a GPU records with dynamo's stance eager_on_recompile, which runs the
+    compiled code where its guards hold and new code eagerly, marking nothing. Then it gives
+    back what an eager part held: the cache is emptied, the steady peak restarted and the
+    activations kept as before this step. The steady figures are then the compiled steps'. (On
+    the CPU, every counted step runs eagerly anyway: measure.)"""
+    collectives = training.collectives
+    assert collectives is not None and spec.strategy is not None
+    if not spec.strategy.shards:  # DDP
+        with collectives.recording(watch_ops=False):
+            return warmup_step(training, marks)
+    if not (spec.compile and spec.device is Device.cuda):
+        with collectives.recording():
             return warmup_step(training, marks)
     activations = marks.activations_bytes
-    with torch.compiler.set_stance("eager_on_recompile"), training.collectives.recording():
+    with torch.compiler.set_stance("eager_on_recompile"), collectives.recording():
         skipped = warmup_step(training, marks)
     marks.activations_bytes = activations
-    if spec.device is Device.cuda:
-        torch.cuda.empty_cache()
+    torch.cuda.empty_cache()
     marks.restart_peak()
     return skipped

@@ -206,15 +206,20 @@ def test_on_cuda_a_ranks_shards_and_collectives_are_the_cpus(strategy):
 
 
 @pytest.mark.gpu
-def test_a_compiled_rank_runs_compiled_after_its_collectives_are_recorded():
-    """The step that records a rank's collectives runs under a dispatch mode; on torch 2.11 the
-    frames dynamo skipped there stayed skipped, and a compiled DDP rank of gpt2 ran eagerly
-    (49.5 GiB against its eager rank's 48.2; one GPU compiled: 28.1). Compiled, its steady peak
-    is well under the eager rank's, as one GPU's is."""
+@pytest.mark.slow
+def test_a_compiled_ddp_rank_runs_compiled():
+    """A compiled DDP rank of gpt2 (b32, at 8) on the H200's torch 2.11 ran at its eager rate
+    and held more than the eager rank, likely because dynamo gave up for good on code it met
+    under the dispatch mode that recorded collectives then (measure._collectives_recorded). On
+    one GPU gpt2 compiled holds about 0.6x its eager peak (b32: 28.1 against 48.2 GiB); a
+    compiled rank that ran eagerly holds about as much as the eager one. On a torch with
+    pytorch/pytorch#186085 (2.14) this passes either way."""
     settings = ("model=gpt2", "batch_size=8", "precision=bf16", "gpus=2", "device=cuda")
     eager = run_trial(spec_of(*settings), FAST, timeout_s=600)
     compiled = run_trial(spec_of(*settings, "compile=true"), FAST, timeout_s=600)
-    assert (eager.status, compiled.status) == (Status.ok, Status.ok), compiled.failure
+    assert (eager.status, compiled.status) == (Status.ok, Status.ok), [
+        r.failure for r in (eager, compiled)
+    ]
     steady = [r.memory.steady_peak_allocated_bytes for r in (eager, compiled)]
     assert steady[1] < 0.9 * steady[0], steady
     assert compiled.throughput.all_reduce_bytes == eager.throughput.all_reduce_bytes
