@@ -242,16 +242,15 @@ def recommend_command(overrides: Overrides = None, as_json: JsonFlag = False) ->
     with prints_to_stderr():
         _check_emit_for(trainer, verbs.configure(overrides=given).gpus)
         rec = verbs.recommend(overrides=given)
-    measured = rec.best_measured  # (the sweep says its own answer's repeats)
     if as_json:
-        repeats = {"repeats": [r.to_dict() for r in measured],
-                   "disagreement": disagreement(measured)}  # fmt: skip
-        print(json.dumps({**rec.to_dict(), **repeats, **_emitted_dict(rec, trainer)}, indent=2))
+        print(json.dumps({**rec.to_dict(), **_emitted_dict(rec, trainer)}, indent=2))
     else:
         report = err if trainer else out
         report.print(sweep_report.recommendation_report(rec, None))
-        if len(measured) > 1:
-            report.print(sweep_report.repeats_line(measured, disagreement(measured)))
+        if len(rec.best_counted) > 1:  # (one measurement: nothing to say)
+            report.print(
+                sweep_report.repeats_line(rec.best_counted, disagreement(rec.best_counted))
+            )
         _print_emitted(rec, trainer)
     if rec.best is None:
         raise typer.Exit(1)

@@ -29,7 +29,7 @@ class Recommendation:
     measured_on: list[str]  # the devices the throughput figures come from
     thin: str | None  # why history is too thin to trust, if it is
     # the best setting's measurements that its rate counts by (`counted`), oldest first
-    best_measured: list[TrialResult] = dataclasses.field(default_factory=list)
+    best_counted: list[TrialResult] = dataclasses.field(default_factory=list)
 
     @property
     def margin_left_bytes(self) -> int | None:
@@ -55,6 +55,8 @@ class Recommendation:
             "measured_on": self.measured_on,
             "thin": self.thin,
             "margin_left_bytes": self.margin_left_bytes,
+            "best_counted": [r.to_dict() for r in self.best_counted],
+            "best_disagreement": disagreement(self.best_counted),
         }
 
 
@@ -79,7 +81,6 @@ def recommend(
     elif not fitting:
         thin = "no measured setting fits the target; sweep smaller batches or checkpointing"
     best = fitting[0] if fitting else None
-    same = [r for r in results if best and r.spec.uncapped.hash == best.spec.uncapped.hash]
     return Recommendation(
         target=target,
         best=best,
@@ -88,7 +89,9 @@ def recommend(
         considered=len(ok),
         measured_on=sorted({r.environment.device_name for r in ok if r.environment}),
         thin=thin,
-        best_measured=sorted(counted(same, target), key=_newest),
+        best_counted=sorted(counted(same_setting(best, results), target), key=_newest)
+        if best
+        else [],
     )
 
 
@@ -128,9 +131,14 @@ def typical(measured: TrialResult, results: Sequence[TrialResult], target: Targe
     """The measurement of `measured`'s setting that recommendations count (the median, see
     one_per_setting), among it and `results`: a setting measured again is shown by the figure
     the runners-up table shows, not by its first."""
-    same = {r.id: r for r in results if r.spec.uncapped.hash == measured.spec.uncapped.hash}
+    same = {r.id: r for r in same_setting(measured, results)}
     same.setdefault(measured.id, measured)
     return one_per_setting(list(same.values()), target)[0]
+
+
+def same_setting(measured: TrialResult, results: Sequence[TrialResult]) -> list[TrialResult]:
+    """The results of `measured`'s setting, whatever cap they ran under."""
+    return [r for r in results if r.spec.uncapped.hash == measured.spec.uncapped.hash]
 
 
 def one_per_setting(results: Sequence[TrialResult], target: Target) -> list[TrialResult]:

@@ -103,7 +103,7 @@ def test_hf_arguments_train_a_transformers_model(tmp_path, monkeypatch):
     assert emitted.arguments[checkpointing] is True
     assert set(emitted.arguments) <= set(taken)
     assert emitted.arguments["optim"] == "adamw_torch_fused"
-    assert "import torch\n" not in emitted.text  # (nothing of it is used: run_text lends none)
+    assert "import torch" not in emitted.text.splitlines()  # (no line of it uses torch)
     model = model_of(spec)
     before = snapshot(model)
     ran = run_text(emitted, model=model, train_dataset=token_dataset(spec))
@@ -610,3 +610,16 @@ def test_the_header_counts_micro_batches_in_words():
     four = lines.header(spec_of("model=tiny_mlp", "batch_size=8", "grad_accum=4"), "lib", [])
     assert "8 samples a micro batch, 1 micro batch a step (8 samples)" in one[1]
     assert "8 samples a micro batch, 4 micro batches a step (32 samples)" in four[1]
+
+
+def test_emit_hf_says_it_needs_accelerate_where_it_is_missing(monkeypatch):
+    """transformers' Trainer raises ImportError without accelerate (a walk ran the emitted
+    file after installing `all`, which lacks it): said before anything runs, as for Lightning."""
+    from advisor import extras
+    from advisor.emit.trainers import Trainer, require
+
+    installed = extras.installed
+    monkeypatch.setattr(extras, "installed", lambda name: name != "accelerate" and installed(name))
+    with pytest.raises(ConfigError, match=r"^emit=hf needs accelerate, which is not installed"):
+        require(Trainer.hf)
+    require(Trainer.torch)  # (torch's lines need nothing more)

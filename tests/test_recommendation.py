@@ -55,6 +55,6 @@ def test_the_answer_keeps_the_measurements_it_counts_by():
     other = under_load(measured(4, 50_000.0, "batch_size=128"), 0.5)
     rec = recommend([old, *newer, other], TARGET)
     assert rec.best is not None and rec.best.id == 3  # (of two, the lower)
-    assert rec.best_measured == newer
+    assert rec.best_counted == newer
     alone = recommend([other], TARGET)
-    assert alone.best_measured == [other]
+    assert alone.best_counted == [other]

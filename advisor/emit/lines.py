@@ -126,7 +126,8 @@ def checkpointing_lines(spec: TrialSpec) -> list[str]:
 def imports(
     spec: TrialSpec, *more: str, checkpointing: bool = True, optimizer: bool = True
 ) -> list[str]:
-    """torch, the trainer's own (`more`), and what the lines for the setting use."""
+    """torch, the trainer's own (`more`), and what the lines for the setting use (python_text
+    drops `import torch` where no line uses it)."""
     found = ["import torch", *more]
     if checkpointing and spec.checkpointing is Checkpointing.blocks:
         found += [
@@ -183,7 +184,7 @@ def python_text(spec: TrialSpec, library: str, expects: list[str], *parts: list[
     code = [line for part in parts for line in part if not line.startswith(("import ", "from "))]
     unused = [] if any("torch." in line for line in code) else ["import torch"]
     for part in parts:
-        part = [line for line in part if line not in unused]  # (a CPU Trainer's needs none)
+        part = [line for line in part if line not in unused]  # (TrainingArguments alone need none)
         said += [*part, ""] if part else []
     return "\n".join(said).rstrip("\n") + "\n"
 

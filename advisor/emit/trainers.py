@@ -25,11 +25,13 @@ class Trainer(enum.Enum):
 
 
 # the libraries each needs, any one of them (Lightning: its 2.0 name, or the older one)
+# what each trainer's configuration needs installed: every group, each by one of its names
+# (transformers' Trainer needs accelerate: without it, its first line raised ImportError)
 LIBRARIES = {
-    Trainer.hf: ("transformers",),
-    Trainer.lightning: lightning_args.PACKAGES,
-    Trainer.accelerate: ("accelerate",),
-    Trainer.torch: ("torch",),
+    Trainer.hf: (("transformers",), ("accelerate",)),
+    Trainer.lightning: (lightning_args.PACKAGES,),
+    Trainer.accelerate: (("accelerate",),),
+    Trainer.torch: (("torch",),),
 }
 EMITTERS: dict[Trainer, Callable[[TrialSpec], TrainerConfig]] = {
     Trainer.hf: hf_config,
@@ -50,12 +52,12 @@ def trainer_of(name: str | Trainer) -> Trainer:
 
 def require(trainer: Trainer) -> None:
     """ConfigError unless the trainer's library is installed, said before a sweep, not after."""
-    names = LIBRARIES[trainer]
-    if not any(extras.installed(name) for name in names):
-        raise ConfigError(
-            f"emit={trainer.value} needs {names[0]}, which is not installed: "
-            "pip install 'advisor[trainers]'"
-        )
+    for names in LIBRARIES[trainer]:
+        if not any(extras.installed(name) for name in names):
+            raise ConfigError(
+                f"emit={trainer.value} needs {names[0]}, which is not installed: "
+                "pip install 'advisor[trainers]'"
+            )
 
 
 def trainer_config(spec: TrialSpec, trainer: str | Trainer) -> TrainerConfig:
