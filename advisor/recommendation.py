@@ -81,6 +81,7 @@ def recommend(
     elif not fitting:
         thin = "no measured setting fits the target; sweep smaller batches or checkpointing"
     best = fitting[0] if fitting else None
+    of_best = same_setting(best, results) if best else []
     return Recommendation(
         target=target,
         best=best,
@@ -89,9 +90,7 @@ def recommend(
         considered=len(ok),
         measured_on=sorted({r.environment.device_name for r in ok if r.environment}),
         thin=thin,
-        best_counted=sorted(counted(same_setting(best, results), target), key=_newest)
-        if best
-        else [],
+        best_counted=sorted(counted(of_best, target), key=_newest),
     )
 
 

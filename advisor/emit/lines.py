@@ -184,8 +184,8 @@ def python_text(spec: TrialSpec, library: str, expects: list[str], *parts: list[
     code = [line for part in parts for line in part if not line.startswith(("import ", "from "))]
     unused = [] if any("torch." in line for line in code) else ["import torch"]
     for part in parts:
-        part = [line for line in part if line not in unused]  # (TrainingArguments alone need none)
-        said += [*part, ""] if part else []
+        kept = [line for line in part if line not in unused]  # (TrainingArguments need none)
+        said += [*kept, ""] if kept else []
     return "\n".join(said).rstrip("\n") + "\n"
 
 

@@ -24,9 +24,9 @@ class Trainer(enum.Enum):
     torch = "torch"  # plain PyTorch: the setup and the train step
 
 
-# the libraries each needs, any one of them (Lightning: its 2.0 name, or the older one)
-# what each trainer's configuration needs installed: every group, each by one of its names
-# (transformers' Trainer needs accelerate: without it, its first line raised ImportError)
+# what each trainer's configuration needs installed: every group, by any one of its names
+# (Lightning: its 2.0 name, or the older one); transformers' Trainer needs accelerate too
+# (without it, the emitted file's Trainer(...) raised ImportError)
 LIBRARIES = {
     Trainer.hf: (("transformers",), ("accelerate",)),
     Trainer.lightning: (lightning_args.PACKAGES,),
