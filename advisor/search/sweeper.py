@@ -224,12 +224,9 @@ class Sweeper:
             if self._failure is not None:
                 return "stopped: a worker failed"
             if self.progress.measured >= trials:
-                measured = self.progress.measured
-                return self._unless_busy(
-                    f"{measured} specs measured (trials={trials})"
-                    if measured == trials  # (more where resumed with fewer)
-                    else f"{measured} specs measured already, trials={trials} asks for fewer"
-                )
+                n = self.progress.measured  # (more than trials= where resumed with fewer)
+                more = " already" if n > trials else ""
+                return self._unless_busy(f"{n} specs measured{more} (trials={trials})")
             if minutes is not None and self._past_due(60 * minutes):
                 return self._unless_busy(
                     f"the answer is due at {minutes:g} minutes (minutes={minutes:g}): a trial "
