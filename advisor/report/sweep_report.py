@@ -53,7 +53,7 @@ def sweep_step_line(progress: SweepProgress, step: Step, trials: int) -> Phrases
         ]
         if t is not None and t.machine_load is not None and t.machine_load > LOAD_NOISE:
             fate[-1] += ", "
-            fate.append(f"others used {t.machine_load:.0%} of the CPUs")
+            fate.append(f"others used {share(t.machine_load)} of the CPUs")
     elif step.result is not None:
         fate = [step.result.status.value]
     else:
@@ -83,7 +83,7 @@ def measured_again_line(result: TrialResult, why: str) -> Phrases:
         ]
         if t.machine_load is not None and t.machine_load > LOAD_NOISE:
             fate[-1] += ", "
-            fate.append(f"others used {t.machine_load:.0%} of the CPUs")
+            fate.append(f"others used {share(t.machine_load)} of the CPUs")
     return Phrases(
         Text(f"measured again ({why}) ", "grey50"), f"{describe_spec(result.spec)}: ", *fate
     )
@@ -230,7 +230,13 @@ def load_lines(load: LoadCheck | None) -> list[Phrases]:
 def busy(result: TrialResult) -> str:
     """Others' share of the CPUs while a trial was timed ("?" where it is not known)."""
     load = result.throughput.machine_load if result.throughput else None
-    return "?" if load is None else f"{load:.0%}"
+    return "?" if load is None else share(load)
+
+
+def share(load: float) -> str:
+    """A share of the CPUs, to a tenth of a point near the line a trial is flagged above
+    ("others used 10%" read as under it: it was 10.4%)."""
+    return f"{load:.1%}" if abs(load - LOAD_NOISE) < 0.01 else f"{load:.0%}"
 
 
 def timing_line(elapsed_s: float, time_to_answer_s: float | None, within: float) -> Text:

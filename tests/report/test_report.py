@@ -127,3 +127,9 @@ def test_a_sweeps_step_line_breaks_between_phrases_at_80_columns():
     assert all(any(phrase in row for row in printed) for phrase in phrases)  # each whole
     assert any("(too big)" in p for p in phrases)
     assert "\n" not in line.joined().plain and line.joined().plain == line.plain
+
+
+def test_a_share_near_the_flagging_line_keeps_its_tenth():
+    """A trial is flagged where others used more than 10% of the CPUs; rounded, 10.4% read as
+    "10%", at the line, not over it."""
+    assert [sweep_report.share(x) for x in (0.104, 0.096, 0.5, 0.0)] == ["10.4%", "9.6%", "50%", "0%"]
