@@ -132,4 +132,5 @@ def test_a_sweeps_step_line_breaks_between_phrases_at_80_columns():
 def test_a_share_near_the_flagging_line_keeps_its_tenth():
     """A trial is flagged where others used more than 10% of the CPUs; rounded, 10.4% read as
     "10%", at the line, not over it."""
-    assert [sweep_report.share(x) for x in (0.104, 0.096, 0.5, 0.0)] == ["10.4%", "9.6%", "50%", "0%"]
+    shares = [sweep_report.share(x) for x in (0.104, 0.096, 0.5, 0.0)]
+    assert shares == ["10.4%", "9.6%", "50%", "0%"]
