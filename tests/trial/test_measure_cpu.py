@@ -154,8 +154,9 @@ def test_timing_stops_once_the_rate_is_known_or_cannot_beat_the_best():
                            target_precision=0.0)  # fmt: skip
     times, stopped = time_steps(training, strict, beat_samples_per_s=1e12)
     # (at the earliest after CUT_AFTER_STEPS; a step slowed by the host widens the interval
-    # past the median, and the cut waits until it narrows: once 8 steps on a loaded CI host)
-    assert stopped is TimingStop.cut and CUT_AFTER_STEPS <= len(times) <= 25
+    # past the median, and the cut waits until it narrows: 8 steps once on a loaded CI host,
+    # 41 beside two other jobs on two cores; the limits are 500 steps and 20 s)
+    assert stopped is TimingStop.cut and CUT_AFTER_STEPS <= len(times) <= 100
     times, stopped = time_steps(training, dataclasses.replace(strict, max_timed_steps=7))
     assert stopped is TimingStop.steps and len(times) == 7
 
