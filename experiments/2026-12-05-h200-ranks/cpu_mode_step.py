@@ -6,30 +6,17 @@ mode or not; dynamo's counters after each, then samples/s over 3 windows of 10 s
     python cpu_mode_step.py plain|mode_step
 """
 
-# (no `from __future__ import annotations`: DDP reads the hook's annotations as objects)
 import importlib
 import statistics
 import sys
 import time
-from typing import Any
 
 import torch
 import torch.distributed as dist
+from compile_probe import PassThrough, hand_back  # (this folder's: the same mode and hook)
 from torch._dynamo.utils import counters
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import GPT2Config, GPT2LMHeadModel
-
-
-class PassThrough(TorchDispatchMode):
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        return func(*args, **(kwargs or {}))
-
-
-def hand_back(state: object, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
-    future: torch.futures.Future[torch.Tensor] = torch.futures.Future()
-    future.set_result(bucket.buffer())
-    return future
 
 
 def main(mode: str) -> None:
