@@ -6,7 +6,9 @@ it changes what backward saves (advisor/estimation/fake_step.py runs the step un
   dropout mask, with gradients in the layout of q, k and v; the math path (fp32 with
   grouped-query heads, say) the whole matrix;
 - grouped matmuls (mixture-of-experts layers) in fp32, which CUDA runs and torch's meta
-  function refuses.
+  function refuses;
+- dropout as CUDA's fused kernel, which keeps a bool mask for backward where the CPU's keeps its
+  scaled noise in the input's dtype.
 """
 
 from __future__ import annotations
@@ -103,7 +105,8 @@ class _CudaKernels(TorchFunctionMode):
       attention matrix and no dropout mask (the dropout happens inside it), the math path both;
     - torch's grouped matmul in fp32 (transformers' experts, whose weights autocast leaves in
       fp32), which CUDA runs but torch's meta function refuses (it takes 16 bits only): done by
-      _GroupedMatmul, which allocates what the kernel does."""
+      _GroupedMatmul, which allocates what the kernel does;
+    - dropout (_fused_dropout)."""
 
     def __init__(self, unmodelled: set[str]) -> None:
         super().__init__()
@@ -116,6 +119,8 @@ class _CudaKernels(TorchFunctionMode):
             return _inside(self, func, args, kwargs)
         if name == "scaled_dot_product_attention":
             return _fused_attention(self.unmodelled, *args, **kwargs)
+        if func is F.dropout or func is torch.dropout:
+            return _fused_dropout(func, args, kwargs)
         if name in ("grouped_mm", "_grouped_mm") and len(args) >= 2:
             a, b = args[0], args[1]
             if a.dim() == 2 and b.dim() == 3 and a.dtype not in (torch.float16, torch.bfloat16):
@@ -136,9 +141,9 @@ def _fused_attention(
 ) -> torch.Tensor:
     """The kernel CUDA's dispatcher picks (cuda_attention_kernel), by its meta function, which
     runs on fake CPU tensors. Flash and memory-efficient attention keep no attention matrix and
-    give gradients in the layout of q, k and v, as CUDA's do; the math path keeps the matrix, as
-    it does on the GPU. Where the CPU's own kernel stands in, it is its flash kernel (no
-    dropout) or its math path (dropout)."""
+    give gradients in the layout of q, k and v, as CUDA's do, and a bool mask reaches them in
+    q's dtype (_added); the math path keeps the matrix, as it does on the GPU. Where the CPU's
+    own kernel stands in, it is its flash kernel (no dropout) or its math path (dropout)."""
     aten = torch.ops.aten
     kernel = cuda_attention_kernel(q, k, attn_mask, enable_gqa)
     if kernel == "math":
@@ -156,9 +161,19 @@ def _fused_attention(
         out = aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, scale=scale)
     else:
         out = aten._scaled_dot_product_efficient_attention(
-            q, k, v, attn_mask, True, dropout_p, is_causal, scale=scale
+            q, k, v, _added(attn_mask, q.dtype), True, dropout_p, is_causal, scale=scale
         )
     return out[0]
+
+
+def _added(attn_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """A bool mask as torch hands it to a fused kernel (at::convert_boolean_attn_mask): 0 where
+    attended, -inf elsewhere, in q's dtype, and kept so for backward. The H100's trace of an fp32
+    RoBERTa held one (64, 1, 256, 256) fp32 copy a layer (experiments/2026-12-05-h200-allocator-
+    trace); the H200 probe's cuDNN kernel, one in bf16 (experiments/2026-12-04-cudnn-attention)."""
+    if attn_mask is None or attn_mask.dtype != torch.bool:
+        return attn_mask
+    return torch.zeros_like(attn_mask, dtype=dtype).masked_fill_(~attn_mask, float("-inf"))
 
 
 def _math_attention(
@@ -191,8 +206,34 @@ def _math_attention(
         attn = attn.masked_fill(~attn_mask, float("-inf"))
     elif attn_mask is not None:
         attn = attn + attn_mask
-    attn = torch.native_dropout(torch.softmax(attn, -1), dropout_p, True)[0]
+    attn = torch.native_dropout(torch.ops.aten._safe_softmax(attn, -1), dropout_p, True)[0]
     return (attn @ v).to(dtype)
+
+
+def cuda_temporaries(func: Any, args: Sequence[Any]) -> list[int]:
+    """The bytes an operator allocates and frees inside itself on CUDA, beyond its outputs, where
+    the fake kernel makes none. _safe_softmax (the math path's softmax) checks each row for
+    -inf: a bool copy of its input and a bool per row (the H100's trace of Qwen2 in tf32, torch
+    2.11: isneginf then all; experiments/2026-12-05-h200-allocator-trace)."""
+    if func is torch.ops.aten._safe_softmax.default:
+        x, dim = args[0], args[1] % args[0].dim()
+        return [x.numel(), x.numel() // max(1, x.size(dim))]
+    return []
+
+
+def _fused_dropout(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """Dropout as CUDA runs it (aten's `dropout`): out of place in training with 0 < p < 1, its
+    fused kernel (native_dropout), whose backward keeps a bool mask. The CPU's takes another
+    path, which keeps the scaled noise in the input's dtype: 4 bytes an element in fp32, where
+    the H100's trace of T5 kept 1 (experiments/2026-12-05-h200-allocator-trace). In place,
+    CUDA takes that other path too."""
+    names = ("input", "p", "training", "inplace") if func is F.dropout else ("input", "p", "train")
+    given = {**dict(zip(names, args, strict=False)), **kwargs}
+    x, p = given["input"], given.get("p", 0.5)
+    training = given.get("training", given.get("train", True))
+    if training and not given.get("inplace", False) and 0 < p < 1 and x.numel() > 0:
+        return torch.native_dropout(x, p, True)[0]
+    return func(*args, **kwargs)
 
 
 def cuda_attention_kernel(

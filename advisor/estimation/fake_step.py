@@ -31,7 +31,7 @@ from advisor.errors import AdvisorError, EstimateError, error_line
 from advisor.estimation import job_rank
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.compiled_step import compiled
-from advisor.estimation.cuda_emulation import step_precision
+from advisor.estimation.cuda_emulation import cuda_temporaries, step_precision
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import RealScalarDraws
@@ -118,7 +118,7 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def _run_fake_step(spec: TrialSpec) -> FakeStep:
     gpu = spec.device is Device.cuda
-    counter = StorageBytes(BLOCK if gpu else 1)
+    counter = StorageBytes(BLOCK, cuda_temporaries) if gpu else StorageBytes(1)
     cpu = torch.device("cpu")
     work = workload_of(spec.model)
     meta_model = meta_model_of(spec.model)

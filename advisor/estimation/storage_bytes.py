@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -32,9 +32,14 @@ class _GradientSum:
 class StorageBytes(TorchDispatchMode):
     """Live bytes of fake storages (each rounded to the allocator's block), and their peak."""
 
-    def __init__(self, block: int) -> None:
+    def __init__(
+        self, block: int, temporaries: Callable[[Any, Sequence[Any]], list[int]] | None = None
+    ) -> None:
         super().__init__()
         self.block, self.live, self.peak, self.extra = block, 0, 0, 0
+        # what an operator allocates and frees inside itself, by its arguments (CUDA's kernels
+        # whose temporaries the fake kernel does not make: cuda_emulation.cuda_temporaries)
+        self.temporaries = temporaries
         self._counted: dict[int, int] = {}  # id of a live storage: its number in the trace
         self._numbered = 0
         self.trace: list[tuple[int, int]] = []
@@ -54,6 +59,8 @@ class StorageBytes(TorchDispatchMode):
         peak_before, at = self.peak, len(self.trace)
         for t in local_tensors(tree_flatten(out)[0]):
             self.count(t)
+        for nbytes in self.temporaries(func, args) if self.temporaries else ():
+            self.free(self.allocate(nbytes), nbytes)
         if (
             self.summing
             and func is torch.ops.aten.add.Tensor
