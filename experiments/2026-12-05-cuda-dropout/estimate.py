@@ -1,18 +1,20 @@
 """The uncalibrated estimate (public API, an empty database, gpu=h200) of every spec measured on
-the H200 that has a truth today, before and after CUDA's dropout and mask conversion were
-emulated (this folder's README):
+a GPU that has a truth today, before and after CUDA's dropout and mask conversion were emulated
+(this folder's README):
 - issue 27's held-out and second sets (../2026-12-03-h200-unseen-models, measured 2026-12-03);
-- the catalog's gpt2 grid (../2026-12-01-h200-gpt2-grid, today's gpt2: 5c3670d is before it).
+- the catalog's gpt2 grid (../2026-12-01-h200-gpt2-grid, today's gpt2: 5c3670d is before it);
+- this folder's third set (specs-third.txt, measured by measure.sh into raw/third).
 
-    python estimate.py run OUT.jsonl [SET ...]     # sets: heldout second gpt2 (all if none)
+    python estimate.py run OUT.jsonl [SET ...]     # sets: heldout second gpt2 third (all if
+                                                   # none); ESTIMATE_SHARD=i/n: every n-th
     python estimate.py table BEFORE.jsonl AFTER.jsonl > table.md
 
-Run with the libraries the truth was measured with (transformers 5.17.0, timm 1.0.29 on the
-PYTHONPATH), as ../2026-12-03-h200-unseen-models/compare.py did."""
+Run with the libraries the truth was measured with (torch 2.11, transformers 5.17.0)."""
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -21,31 +23,31 @@ from pathlib import Path
 
 import advisor
 
-EXPERIMENTS = Path(__file__).resolve().parents[1]
-UNSEEN = EXPERIMENTS / "2026-12-03-h200-unseen-models"
-GRID = EXPERIMENTS / "2026-12-01-h200-gpt2-grid" / "raw"
+HERE = Path(__file__).resolve().parent
+UNSEEN = HERE.parent / "2026-12-03-h200-unseen-models"
+GRID = HERE.parent / "2026-12-01-h200-gpt2-grid" / "raw"
 GRID_SETTINGS = ("batch_size", "grad_accum", "precision", "checkpointing", "optimizer", "compile")
-GB = 1e9
+SETS = ("heldout", "second", "gpt2", "third")
 
 
-def unseen(chosen: str) -> list[tuple[str, str, list[str], dict]]:
-    """(set, run name, workload and settings, the H200's result) of each measured spec."""
+def run_name(name: str, settings: list[str]) -> str:
+    return "_".join([name, *settings]).replace("=", "-")
+
+
+def listed(path: Path, prefix: str, folder: Path) -> list[tuple[str, list[str], Path]]:
+    """(run name, workload and settings, where its result is) of each spec line of a file."""
     rows = []
-    for line in (UNSEEN / "specs.txt").read_text().splitlines():
-        if line.startswith(chosen + " "):
+    for line in path.read_text().splitlines():
+        if line.startswith(prefix + " "):
             _, name, *settings = line.split()
-            run = "_".join([name, *settings]).replace("=", "-")
-            path = UNSEEN / "raw" / "runs" / f"{run}.json"
-            result = json.loads(path.read_text()) if path.exists() else {}
-            if result.get("status") == "ok":
-                source = f"workload={UNSEEN / chosen / name}.py:workload"
-                rows.append((chosen, run, [source, *settings], result))
+            source = f"workload={folder / name}.py:workload"
+            rows.append((run_name(name, settings), [source, *settings], Path()))
     return rows
 
 
-def gpt2_grid() -> list[tuple[str, str, list[str], dict]]:
-    """Each ok spec of the gpt2 grid once (its newest run)."""
-    newest: dict[str, tuple[str, dict]] = {}
+def gpt2_grid() -> list[tuple[str, list[str], Path]]:
+    """Each ok spec of the gpt2 grid once: its newest run."""
+    newest: dict[str, tuple[list[str], Path, str]] = {}
     for path in sorted(GRID.glob("chunk-*/run-*.json")):
         try:
             result = json.loads(path.read_text())
@@ -53,25 +55,31 @@ def gpt2_grid() -> list[tuple[str, str, list[str], dict]]:
             continue
         if result.get("status") != "ok":
             continue
-        spec = result["spec"]
-        settings = [f"{k}={str(spec[k]).lower()}" for k in GRID_SETTINGS]
-        key = "gpt2_" + "_".join(settings).replace("=", "-")
-        if key not in newest or result["created_at"] > newest[key][1]["created_at"]:
-            newest[key] = (" ".join(settings), result)
-    return [("gpt2", key, ["model=gpt2", *s.split()], r) for key, (s, r) in sorted(newest.items())]
+        settings = [f"{k}={str(result['spec'][k]).lower()}" for k in GRID_SETTINGS]
+        name = run_name("gpt2", settings)
+        if name not in newest or result["created_at"] > newest[name][2]:
+            newest[name] = (["model=gpt2", *settings], path, result["created_at"])
+    return [(name, o, p) for name, (o, p, _) in sorted(newest.items())]
 
 
-def specs(sets: list[str]) -> list[tuple[str, str, list[str], dict]]:
-    rows = []
-    for chosen in sets:
-        rows += gpt2_grid() if chosen == "gpt2" else unseen(chosen)
-    return rows
+def specs(chosen: str) -> list[tuple[str, list[str], Path]]:
+    """(run name, overrides, the measured result's file) of each spec of a set."""
+    if chosen == "gpt2":
+        return gpt2_grid()
+    if chosen == "third":
+        rows = [(n, o, HERE / "raw" / "third" / f"{n}.json")
+                for lane in "ab" for n, o, _ in listed(HERE / "specs-third.txt", lane, HERE / "third")]  # fmt: skip
+        return sorted(rows)
+    rows = listed(UNSEEN / "specs.txt", chosen, UNSEEN / chosen)
+    return [(n, o, UNSEEN / "raw" / "runs" / f"{n}.json") for n, o, _ in rows]
 
 
 def run(out: str, sets: list[str]) -> None:
+    rows = [(s, *row) for s in sets for row in specs(s)]
+    shard, shards = map(int, os.environ.get("ESTIMATE_SHARD", "0/1").split("/"))
     with tempfile.TemporaryDirectory() as empty, open(out, "a") as sink:
         db_url = f"sqlite:///{empty}/fresh.sqlite"  # no history: the estimate is uncalibrated
-        for chosen, name, overrides, _ in specs(sets):
+        for chosen, name, overrides, _ in rows[shard::shards]:
             started = time.perf_counter()
             row: dict = {"set": chosen, "run": name}
             try:
@@ -85,46 +93,52 @@ def run(out: str, sets: list[str]) -> None:
             sink.flush()
 
 
-def errors(estimates: dict[str, dict], truth: dict[str, dict]) -> dict[str, tuple[float, float]]:
-    """Each spec's (peak allocated, device peak) error: estimate / measured - 1."""
-    out = {}
-    for run, e in estimates.items():
-        if "error" in e or run not in truth:
-            continue
-        m = truth[run]["memory"]
-        device = m["steady_peak_reserved_bytes"] + m["context_bytes"]
-        out[run] = (e["peak_allocated_bytes"] / m["steady_peak_allocated_bytes"] - 1,
-                    e["device_peak_bytes"] / device - 1)  # fmt: skip
-    return out
+def measured(path: Path) -> dict | None:
+    if not path.is_file() or not path.stat().st_size:
+        return None
+    result = json.loads(path.read_text())
+    return result["memory"] if result.get("status") == "ok" else None
 
 
 def table(before_path: str, after_path: str) -> None:
-    truth = {name: result for _, name, _, result in specs(["heldout", "second", "gpt2"])}
-    read = [{json.loads(line)["run"]: json.loads(line) for line in open(p)}
+    truth = {name: measured(path) for s in SETS for name, _, path in specs(s)}
+    read = [{json.loads(line)["run"]: json.loads(line) for line in Path(p).read_text().splitlines()}
             for p in (before_path, after_path)]  # fmt: skip
-    before, after = errors(read[0], truth), errors(read[1], truth)
+
+    def error(estimate: dict | None, name: str) -> tuple[float, float] | None:
+        m = truth.get(name)
+        if estimate is None or "error" in estimate or m is None:
+            return None
+        device = m["steady_peak_reserved_bytes"] + m["context_bytes"]
+        return (estimate["peak_allocated_bytes"] / m["steady_peak_allocated_bytes"] - 1,
+                estimate["device_peak_bytes"] / device - 1)  # fmt: skip
+
     print("| set | spec | peak allocated before | after | device peak before | after |")
     print("|---|---|---:|---:|---:|---:|")
-    for run in sorted(after, key=lambda r: (read[1][r]["set"], r)):
-        b = before.get(run)
-        cells = [f"{b[0]:+.1%}" if b else "failed", f"{after[run][0]:+.1%}",
-                 f"{b[1]:+.1%}" if b else "failed", f"{after[run][1]:+.1%}"]  # fmt: skip
-        print(f"| {read[1][run]['set']} | {run} | " + " | ".join(cells) + " |")
-    for chosen in ("heldout", "second", "gpt2"):
-        for label, figures in (("before", before), ("after", after)):
-            runs = [r for r in figures if read[1].get(r, {}).get("set") == chosen]
-            if not runs:
+    summary: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for s in SETS:
+        for name, _, _ in specs(s):
+            if truth.get(name) is None:
                 continue
-            for i, what in enumerate(("peak allocated", "device peak")):
-                errs = [figures[r][i] for r in runs]
-                print(f"\n{chosen} {label}, {what}: {len(errs)} specs, median |error| "
-                      f"{statistics.median(abs(x) for x in errs):.1%}, worst under {min(errs):+.1%}, "
-                      f"worst over {max(errs):+.1%}, within [-2%, +5%]: "
-                      f"{sum(-0.02 <= x <= 0.05 for x in errs)}")  # fmt: skip
+            cells = []
+            for label, estimates in (("before", read[0]), ("after", read[1])):
+                e = estimates.get(name)
+                err = error(e, name)
+                if err is not None:
+                    summary.setdefault((s, label), []).append(err)
+                cells.append(err if err else (e or {}).get("error", "not estimated")[:60])
+            fmt = [f"{c[i]:+.1%}" if isinstance(c, tuple) else c for i in (0, 1) for c in cells]
+            print(f"| {s} | {name} | " + " | ".join(fmt) + " |")
+    for (s, label), errs in summary.items():
+        for i, what in enumerate(("peak allocated", "device peak")):
+            e = [x[i] for x in errs]
+            print(f"\n{s} {label}, {what}: {len(e)} specs, median |error| "
+                  f"{statistics.median(abs(x) for x in e):.1%}, worst under {min(e):+.1%}, worst "
+                  f"over {max(e):+.1%}, within [-2%, +5%]: {sum(-0.02 <= x <= 0.05 for x in e)}")  # fmt: skip
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "run":
-        run(sys.argv[2], sys.argv[3:] or ["heldout", "second", "gpt2"])
+        run(sys.argv[2], sys.argv[3:] or list(SETS))
     else:
         table(sys.argv[2], sys.argv[3])
