@@ -152,10 +152,8 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     reserved = corrections.steady_reserved(spec, step)
     unmodelled = list(step.unmodelled)
     low, high = CALIBRATED_RANGE if corrections.calibration else UNCALIBRATED_RANGE
-    if spec.compile and spec.gpus == 1 and step.compiled_graphs == 0:
+    if spec.compile and step.compiled_graphs == 0:
         unmodelled.append("torch.compile made no graph of the model: estimated as it ran, eagerly")
-    # a compiled job's rank is estimated eagerly (its step says so) and judged on the compiled
-    # side too: gpt2's compiled FSDP2 rank at N=8 held 0.5% more than its eager estimate
     elif spec.compile:
         high = max(high, COMPILED_ABOVE)
     notes = []

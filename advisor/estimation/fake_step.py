@@ -41,7 +41,6 @@ from advisor.trial import one_rank
 from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 
 TOP_MODULES = 10
-RANK_COMPILED = "torch.compile on a job's rank: estimated as it runs eagerly"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,13 +143,11 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
                 counter.count, lambda tensor: counter.release(tensor.untyped_storage())
             )
             stack.enter_context(told)
-        # a job's rank compiled is estimated eagerly: on the H200 gpt2's compiled FSDP2 rank at
-        # N=8 had its eager rank's peak allocated (to 0.04%; its device peak 3.8% more), and
-        # inductor's count on the fake group lost half the step (-51%)
-        compiling = spec.compile and spec.gpus == 1
-        if spec.compile and not compiling:
-            unmodelled.add(RANK_COMPILED)
-        graphs = stack.enter_context(compiled(model, counter, gpu=gpu)) if compiling else []
+        # a job's rank compiled is estimated compiled, as one GPU's step: on an H100 gpt2's
+        # compiled ranks at N=8 held 4.98 GiB (FSDP2, micro batch 8; estimated 5.67 on torch
+        # 2.14) and 20.01 GiB (DDP, 32; estimated 22.32: DDP's graph split, not modelled) at
+        # their peaks (experiments/2026-12-05-h200-ranks)
+        graphs = stack.enter_context(compiled(model, counter, gpu=gpu)) if spec.compile else []
         params = list(model.parameters())
         params_bytes = counter.bytes_of(params)
         buffers_bytes = counter.bytes_of(model.buffers())
@@ -170,7 +167,9 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
             before = counter.live
             # compiled, the modules' code runs only in the tracing: no hooks (they break graphs)
             per_module = (
-                contextlib.nullcontext() if compiling else _module_activations(model, counter, top)
+                contextlib.nullcontext()
+                if spec.compile
+                else _module_activations(model, counter, top)
             )
             with per_module, step_precision(spec, unmodelled):
                 loss = work.compute_loss(model, batch) / spec.grad_accum

@@ -14,7 +14,7 @@ from conftest import FAST, spec_of
 
 import advisor
 from advisor.errors import ConfigError, WorkloadError
-from advisor.estimation.fake_step import RANK_COMPILED, fake_step, replayed_reserved
+from advisor.estimation.fake_step import fake_step, replayed_reserved
 from advisor.result import Status
 from advisor.spec import Strategy
 from advisor.trial.runner import run_trial
@@ -105,8 +105,11 @@ def test_fsdp2s_gathers_and_reduce_scatters_are_traced_on_streams_of_their_own()
     assert apart > together
 
 
-def test_a_compiled_rank_is_estimated_eagerly_and_says_so():
+def test_a_compiled_rank_is_estimated_compiled():
+    """As one GPU's compiled step is: on an H100, gpt2's compiled FSDP2 rank at 8 held 0.44 of
+    its eager rank's peak (experiments/2026-12-05-h200-ranks)."""
     eager = fake_step(spec_of(*TINY, "gpus=2", "strategy=fsdp"))
     compiled = fake_step(spec_of(*TINY, "gpus=2", "strategy=fsdp", "compile=true"))
-    assert compiled.unmodelled == (RANK_COMPILED,) and compiled.compiled_graphs == 0
-    assert compiled.peak_allocated_bytes == eager.peak_allocated_bytes
+    assert compiled.unmodelled == () and compiled.compiled_graphs >= 1
+    assert compiled.params_bytes == eager.params_bytes  # the same shards
+    assert compiled.peak_allocated_bytes < eager.peak_allocated_bytes
