@@ -12,15 +12,16 @@ mkdir -p "$out/estimates"
 start=$SECONDS
 for code in before after; do
   for i in 0 1 2 3 4 5 6; do
-    ( ESTIMATE_SHARD=$i/7 PYTHONPATH="$PWD/build/$code:/tmp/site" timeout 480 \
+    ( ESTIMATE_SHARD=$i/7 PYTHONPATH="$PWD/build/$code:/tmp/site" timeout 420 \
         python3 "$here/estimate.py" run "$out/estimates/$code-$i.jsonl" \
         > "$out/estimates/$code-$i.log" 2>&1 ) &
   done
 done
-bash "$here/measure.sh" "$out" 240
+bash "$here/measure.sh" "$out" 180
 echo "third set measured at $((SECONDS - start)) s"
 for mode in eager ddp8 ddp8_compile ddp8_compile_mode_step; do
-  timeout 120 python3 experiments/2026-12-05-h200-ranks/compile_probe.py "$out/estimates/compile.jsonl" "$mode" >> "$out/estimates/compile.log" 2>&1
+  [ $((SECONDS - start)) -lt 330 ] || { echo "$mode: not started (time)"; continue; }
+  timeout 90 python3 experiments/2026-12-05-h200-ranks/compile_probe.py "$out/estimates/compile.jsonl" "$mode" >> "$out/estimates/compile.log" 2>&1
   echo "$mode rc=$? at $((SECONDS - start)) s"
 done
 wait
