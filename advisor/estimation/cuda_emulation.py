@@ -112,7 +112,7 @@ class _CudaKernels(TorchFunctionMode):
     - torch's grouped matmul in fp32 (transformers' experts, whose weights autocast leaves in
       fp32), which CUDA runs but torch's meta function refuses (it takes 16 bits only): done by
       _GroupedMatmul, which allocates what the kernel does;
-    - dropout (_fused_dropout)."""
+    - dropout, which keeps a bool mask, not the CPU's scaled noise (_fused_dropout)."""
 
     def __init__(self, unmodelled: set[str]) -> None:
         super().__init__()
@@ -148,10 +148,11 @@ def _fused_attention(
     """The kernel CUDA's dispatcher picks (cuda_attention_kernel), by its meta function, which
     runs on fake CPU tensors. Flash and memory-efficient attention keep no attention matrix and
     give gradients in the layout of q, k and v, as CUDA's do, and a bool mask reaches them in
-    q's dtype (_added); the math path keeps the matrix, as it does on the GPU. Where the CPU's
-    own kernel stands in, it is its flash kernel; it has no dropout (its math path would run,
-    keeping the matrix), so grouped heads with a dropout take CUDA's fused kernels' meta
-    functions, which read them in place (GPTBigCode's multi-query attention: +331% before)."""
+    q's dtype (_additive_mask); the math path keeps the matrix, as it does on the GPU. Where
+    the CPU's own kernel stands in, it is its flash kernel; it has no dropout (its math path
+    would run, keeping the matrix), so grouped heads with a dropout take CUDA's fused kernels'
+    meta functions, which read them in place (GPTBigCode's multi-query attention: +331%
+    before)."""
     aten = torch.ops.aten
     kernel = cuda_attention_kernel(q, k, attn_mask, enable_gqa)
     if kernel == "math":
@@ -165,20 +166,26 @@ def _fused_attention(
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
         )
+    if kernel == "cpu" and attn_mask is not None:
+        unmodelled.add(
+            "attention with grouped heads, a mask and a dropout: CUDA's kernel for it was not "
+            "probed, memory-efficient attention's stands in"
+        )
     if kernel == "flash" or (kernel == "cpu" and attn_mask is None):
         out = aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, scale=scale)
     else:
         out = aten._scaled_dot_product_efficient_attention(
-            q, k, v, _added(attn_mask, q.dtype), True, dropout_p, is_causal, scale=scale
+            q, k, v, _additive_mask(attn_mask, q.dtype), True, dropout_p, is_causal, scale=scale
         )
     return out[0]
 
 
-def _added(attn_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+def _additive_mask(attn_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
     """A bool mask as torch hands it to a fused kernel (at::convert_boolean_attn_mask): 0 where
-    attended, -inf elsewhere, in q's dtype, and kept so for backward. The H100's trace of an fp32
-    RoBERTa held one (64, 1, 256, 256) fp32 copy a layer (experiments/2026-12-05-h200-allocator-
-    trace); the H200 probe's cuDNN kernel, one in bf16 (experiments/2026-12-04-cudnn-attention)."""
+    attended, -inf elsewhere, in q's dtype, and kept so for backward. The H100's trace of an
+    fp32 RoBERTa held one (64, 1, 256, 256) fp32 copy a layer
+    (experiments/2026-12-05-h200-allocator-trace); the H200 probe's cuDNN kernel, one in bf16
+    (experiments/2026-12-04-cudnn-attention)."""
     if attn_mask is None or attn_mask.dtype != torch.bool:
         return attn_mask
     return torch.zeros_like(attn_mask, dtype=dtype).masked_fill_(~attn_mask, float("-inf"))
@@ -223,7 +230,7 @@ def cuda_temporaries(func: Any, args: Sequence[Any]) -> list[int]:
     the fake kernel makes none. _safe_softmax (the math path's softmax) checks each row for
     -inf: a bool copy of its input and a bool per row (the H100's trace of Qwen2 in tf32, torch
     2.11: isneginf then all; experiments/2026-12-05-h200-allocator-trace)."""
-    if func is torch.ops.aten._safe_softmax.default:
+    if func is torch.ops.aten._safe_softmax.default and args[0].dim():
         x, dim = args[0], args[1] % args[0].dim()
         return [x.numel(), x.numel() // max(1, x.size(dim))]
     return []

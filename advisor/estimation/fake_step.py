@@ -143,10 +143,12 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
                 counter.count, lambda tensor: counter.release(tensor.untyped_storage())
             )
             stack.enter_context(told)
-        # a job's rank compiled is estimated compiled, as one GPU's step: on an H100 gpt2's
-        # compiled ranks at N=8 held 4.98 GiB (FSDP2, micro batch 8; estimated 5.67 on torch
-        # 2.14) and 20.01 GiB (DDP, 32; estimated 22.32: DDP's graph split, not modelled) at
-        # their peaks (experiments/2026-12-05-h200-ranks)
+        # a job's rank compiled is estimated compiled, as one GPU's step: gpt2's compiled ranks
+        # at N=8, measured on an H100 once the trial kept dynamo from giving up on them, held
+        # 4.98 GiB (FSDP2, micro batch 8; estimated 5.67 with this machine's torch 2.14) and
+        # 20.01 GiB (DDP, 32; estimated 22.32: DDP's graph split is not modelled) at their
+        # steady peaks (experiments/2026-12-05-h200-ranks, its recheck). The eager figure an
+        # earlier rule used had come from a compiled rank that ran eagerly.
         graphs = stack.enter_context(compiled(model, counter, gpu=gpu)) if spec.compile else []
         params = list(model.parameters())
         params_bytes = counter.bytes_of(params)

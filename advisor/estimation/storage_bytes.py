@@ -59,8 +59,13 @@ class StorageBytes(TorchDispatchMode):
         peak_before, at = self.peak, len(self.trace)
         for t in local_tensors(tree_flatten(out)[0]):
             self.count(t)
-        for nbytes in self.temporaries(func, args) if self.temporaries else ():
-            self.free(self.allocate(nbytes), nbytes)
+        # alive together, freed as the operator returns
+        made = [
+            (self.allocate(n), n)
+            for n in (self.temporaries(func, args) if self.temporaries else ())
+        ]
+        for number, nbytes in reversed(made):
+            self.free(number, nbytes)
         if (
             self.summing
             and func is torch.ops.aten.add.Tensor

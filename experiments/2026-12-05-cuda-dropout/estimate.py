@@ -34,14 +34,15 @@ def run_name(name: str, settings: list[str]) -> str:
     return "_".join([name, *settings]).replace("=", "-")
 
 
-def listed(path: Path, prefix: str, folder: Path) -> list[tuple[str, list[str], Path]]:
-    """(run name, workload and settings, where its result is) of each spec line of a file."""
+def listed(path: Path, prefix: str, folder: Path) -> list[tuple[str, list[str]]]:
+    """(run name, workload and settings) of each spec line of a file that starts with prefix."""
     rows = []
     for line in path.read_text().splitlines():
         if line.startswith(prefix + " "):
             _, name, *settings = line.split()
-            source = f"workload={folder / name}.py:workload"
-            rows.append((run_name(name, settings), [source, *settings], Path()))
+            rows.append(
+                (run_name(name, settings), [f"workload={folder / name}.py:workload", *settings])
+            )
     return rows
 
 
@@ -67,11 +68,12 @@ def specs(chosen: str) -> list[tuple[str, list[str], Path]]:
     if chosen == "gpt2":
         return gpt2_grid()
     if chosen == "third":
-        rows = [(n, o, HERE / "raw" / "third" / f"{n}.json")
-                for lane in "ab" for n, o, _ in listed(HERE / "specs-third.txt", lane, HERE / "third")]  # fmt: skip
-        return sorted(rows)
+        lanes = [listed(HERE / "specs-third.txt", lane, HERE / "third") for lane in "ab"]
+        return sorted(
+            (n, o, HERE / "raw" / "third" / f"{n}.json") for rows in lanes for n, o in rows
+        )
     rows = listed(UNSEEN / "specs.txt", chosen, UNSEEN / chosen)
-    return [(n, o, UNSEEN / "raw" / "runs" / f"{n}.json") for n, o, _ in rows]
+    return [(n, o, UNSEEN / "raw" / "runs" / f"{n}.json") for n, o in rows]
 
 
 def run(out: str, sets: list[str]) -> None:
@@ -126,9 +128,11 @@ def table(before_path: str, after_path: str) -> None:
                 err = error(e, name)
                 if err is not None:
                     summary.setdefault((s, label), []).append(err)
-                cells.append(err if err else (e or {}).get("error", "not estimated")[:60])
-            fmt = [f"{c[i]:+.1%}" if isinstance(c, tuple) else c for i in (0, 1) for c in cells]
-            print(f"| {s} | {name} | " + " | ".join(fmt) + " |")
+                cells.append(
+                    err if err is not None else (e or {}).get("error", "not estimated")[:60]
+                )
+            shown = [f"{c[i]:+.1%}" if isinstance(c, tuple) else c for i in (0, 1) for c in cells]
+            print(f"| {s} | {name} | " + " | ".join(shown) + " |")
     for (s, label), errs in summary.items():
         for i, what in enumerate(("peak allocated", "device peak")):
             e = [x[i] for x in errs]
@@ -138,7 +142,9 @@ def table(before_path: str, after_path: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "run":
+    if len(sys.argv) >= 3 and sys.argv[1] == "run":
         run(sys.argv[2], sys.argv[3:] or list(SETS))
-    else:
+    elif len(sys.argv) == 4 and sys.argv[1] == "table":
         table(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__)

@@ -20,12 +20,13 @@ MiB = 2**20
 
 
 @contextlib.contextmanager
-def counted(precision: str) -> Iterator[StorageBytes]:
+def counted(precision: str, unmodelled: set[str] | None = None) -> Iterator[StorageBytes]:
     counter = StorageBytes(512, cuda_temporaries)
+    spec = spec_of("model=tiny_mlp", "device=cuda", f"precision={precision}")
     with (
         FakeTensorMode(),
         counter,
-        step_precision(spec_of("model=tiny_mlp", "device=cuda", f"precision={precision}"), set()),
+        step_precision(spec, set() if unmodelled is None else unmodelled),
     ):
         yield counter
 
@@ -44,6 +45,7 @@ def test_dropout_keeps_a_bool_mask_as_cudas_fused_kernel_does():
         x = torch.randn(MiB, requires_grad=True)
         assert kept_by(lambda: F.dropout(x, 0.1), counter) == 4 * MiB + MiB
         assert kept_by(lambda: torch.nn.Dropout(0.1)(x), counter) == 4 * MiB + MiB
+        assert kept_by(lambda: torch.dropout(x, 0.1, True), counter) == 4 * MiB + MiB
         assert kept_by(lambda: F.dropout(x, 0.1, training=False), counter) == 0  # x itself
 
 
@@ -63,23 +65,38 @@ def test_grouped_heads_with_dropout_keep_no_attention_matrix_in_16_bits():
     multi-query attention was estimated 4.3 times what it held."""
     batch, heads, tokens, size = 2, 16, 512, 64
     matrix = batch * heads * tokens * tokens * 2
-    with counted("bf16") as counter:
+    unmodelled: set[str] = set()
+    with counted("bf16", unmodelled) as counter:
         q = torch.randn(batch, heads, tokens, size, requires_grad=True)
         k, v = (torch.randn(batch, 1, tokens, size, requires_grad=True) for _ in range(2))
+        mask = torch.ones(tokens, tokens, dtype=torch.bool).tril()
+        for given in (None, mask):
 
-        def attention() -> torch.Tensor:
-            return F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, enable_gqa=True)
+            def attention(given: torch.Tensor | None = given) -> torch.Tensor:
+                return F.scaled_dot_product_attention(
+                    q, k, v, given, dropout_p=0.1, enable_gqa=True
+                )
 
-        assert kept_by(attention, counter) < matrix / 2  # its output and q, k, v in 16 bits
+            assert kept_by(attention, counter) < matrix / 2  # its output, q, k, v in 16 bits
+    assert [n for n in unmodelled if "a mask and a dropout" in n]  # not probed: said
 
 
 def test_the_math_paths_softmax_counts_its_row_check():
     """_safe_softmax checks each row for -inf on CUDA: a bool copy of its input and a bool a
-    row, freed before it returns (seen in Qwen2's trace in tf32)."""
+    row, both alive until it returns (seen in Qwen2's trace in tf32, on the math path that
+    grouped heads in fp32 take)."""
+    batch, heads, tokens, size = 1, 4, 512, 64
+    matrix = batch * heads * tokens * tokens
     with counted("fp32") as counter:
-        scores = torch.randn(64, MiB // 64)
-        out = torch.ops.aten._safe_softmax(scores, -1)
-        (copy, size), (freed, gone), (row, row_size), (row_freed, row_gone) = counter.trace[-4:]
-        assert (size, row_size, gone, row_gone) == (MiB, 64, -1, -1)
-        assert (freed, row_freed) == (copy, row)
-        assert counter.live == 4 * MiB + 4 * MiB and out.dtype == torch.float32
+        q = torch.randn(batch, heads, tokens, size, requires_grad=True)
+        k, v = (torch.randn(batch, 2, tokens, size, requires_grad=True) for _ in range(2))
+        F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        at = [i for i, (_, size) in enumerate(counter.trace) if size in (matrix, matrix // tokens)]
+        assert len(at) == 2  # the bool copy, then the bool a row
+        (copy, _), (row, _) = (counter.trace[i] for i in at)
+        # alive together, freed as the softmax returns
+        assert at[1] == at[0] + 1 and counter.trace[at[1] + 1 : at[1] + 3] == [
+            (row, -1),
+            (copy, -1),
+        ]
+        assert counter.peak >= 4 * matrix * 2 + matrix + matrix // tokens

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 
 import torch
@@ -99,8 +100,14 @@ def main(out: str, rank: int = 0, world: int = 1, init_file: str = "") -> None:
     with open(out, "w") as file:
         json.dump(said, file)
     if world > 1:
+        dist.barrier()
         dist.destroy_process_group()
 
 
 if __name__ == "__main__":
     main(sys.argv[1], *(int(a) for a in sys.argv[2:4]), *sys.argv[4:5])  # type: ignore[arg-type]
+    # Out without the interpreter's teardown: after a gloo group, torch 2.14's CPU build aborts
+    # there in about 1 run of 7 ("terminate called without an active exception"), with no cap
+    # and no fallback too; what this loop did is written by then.
+    sys.stdout.flush()
+    os._exit(0)
