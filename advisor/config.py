@@ -63,7 +63,7 @@ def _composed(overrides: tuple[str, ...]) -> DictConfig:
             raise ConfigError(f"{override}: {key} cannot be removed; set it instead ({key}=...)")
         key, _, value = override.partition("=")
         if key in GROUPS and value not in options(key):  # (Hydra's own words name no group)
-            raise ConfigError(f"unknown {key} '{value}'; choose one of: {', '.join(options(key))}")
+            raise ConfigError(f"unknown {key} {value!r}; choose one of: {', '.join(options(key))}")
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             cfg = compose(config_name="config", overrides=list(overrides))
