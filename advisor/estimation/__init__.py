@@ -6,15 +6,16 @@
                  history, stated defaults otherwise
 - fake_step.py   one training step on fake tensors: what each storage takes, and when
 - storage_bytes.py the counter under the fake step: live storages, rounded as CUDA's allocator
-                 rounds them, their peak and their trace
+                 rounds them, their peak and their trace, and an operator's own temporaries
 - compiled_step.py a compiled model's step as torch.compile runs it (dynamo, AOTAutograd,
                  inductor's partitioner), its graphs counted as inductor's kernels hold memory
 - inductor_buffers.py which of a graph's values inductor makes buffers of, and when it frees them
 - meta_model.py  the workload's model without memory: built on meta once, copied, faked
 - job_rank.py    one rank of a job on several GPUs: FSDP2 sharded on the fake group as it runs,
                  DDP's gradient buckets added
-- cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel,
-                 fp32 grouped matmuls)
+- cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel
+                 and the mask it keeps, dropout's bool mask, fp32 grouped matmuls, operators'
+                 temporaries)
 - masks.py       transformers' attention masks decided on fake tensors as a real run does
 - real_draws.py  a draw of one random number made real (LayerDrop's), as a real run draws it
 - allocator.py   a model of the CUDA caching allocator, replaying the step's allocations
