@@ -5,7 +5,9 @@ The rules modelled (expandable_segments off, no max_split_size): sizes round up 
 requests up to 1 MiB come from 2 MiB segments, up to 10 MiB from 20 MiB segments, larger ones
 get a segment of their own size rounded up to 2 MiB; a request takes the smallest cached free
 block that holds it, splitting off the rest (when over 512 B in the small pool, over 1 MiB in
-the large); a freed block merges with free neighbours in its segment; when a new segment would
+the large), the lowest address among equal sizes, where a newer segment lies lower (cudaMalloc
+handed out falling addresses in the traces of experiments/2026-12-05-h200-allocator-trace); a
+freed block merges with free neighbours in its segment; when a new segment would
 pass the cap, every wholly free segment is given back first and the request tried again. Each
 stream has its own blocks: a block freed on one is not taken by a request on another.
 """
@@ -58,7 +60,9 @@ class CachingAllocator:
         self.cap = cap
         self.reserved = self.allocated = 0
         self.peak_reserved = self.peak_allocated = 0
-        # free blocks, (size, segment, offset), by stream and pool (small or not)
+        # free blocks, (size, segment, offset), by stream and pool (small or not); segments are
+        # numbered down from 0, so that (size, segment, offset) orders blocks as their addresses
+        # would: an equal size is taken from the newest segment first
         self._free: dict[tuple[int, bool], list[tuple[int, int, int]]] = {}
         self._blocks: dict[tuple[int, int], Block] = {}  # free blocks by (segment, offset)
         self._segments: dict[int, tuple[Block, int]] = {}  # its block at offset 0, its size
@@ -101,7 +105,7 @@ class CachingAllocator:
 
     def _take_free(self, size: int, small: bool, stream: int) -> Block | None:
         pool = self._free.get((stream, small), [])
-        i = bisect.bisect_left(pool, (size, -1, -1))
+        i = bisect.bisect_left(pool, (size,))
         if i == len(pool):
             return None
         _, segment, offset = pool.pop(i)
@@ -117,7 +121,7 @@ class CachingAllocator:
         self.peak_reserved = max(self.peak_reserved, self.reserved)
         block = Block(self._next_segment, 0, grow, small, stream)
         self._segments[self._next_segment] = (block, grow)
-        self._next_segment += 1
+        self._next_segment -= 1
         return block
 
     def release_free_segments(self) -> None:
