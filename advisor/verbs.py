@@ -151,12 +151,11 @@ def estimate(
     interconnect.check_nodes(interconnect.resolved(cfg.gpu, None), spec.gpus, cfg.nodes)
     config.check_job(cfg)
     target = target_for(cfg.gpu.name, cfg.gpu.memory, cfg.margin, spec.device)
-    # calibrated on ranks of jobs of the same size and strategy (a calibrated rank's estimate
-    # is not checked yet: experiments/2026-12-05-rank-estimate ran with no history)
-    stored = Store(cfg.db_url).trials(
+    # calibration keeps the ranks of the same job (a calibrated rank's estimate is not checked
+    # yet: experiments/2026-12-05-rank-estimate ran with no history)
+    history = Store(cfg.db_url).trials(
         model=spec.model.name, status="ok", where=TrialFilter(gpus=spec.gpus)
     )
-    history = [r for r in stored if r.spec.strategy is spec.strategy]
     return estimate_spec(spec, target, history)
 
 
@@ -349,7 +348,7 @@ def sweep(
             optuna_study,
             on_step=events.step,
             on_result=lambda result, reused: store.link(sweep_id, result.id or 0, reused),
-            estimate=Estimator(history) if base.gpus == 1 else None,  # (one GPU's estimate)
+            estimate=Estimator(history),
             on_measuring=events.measuring,
             others=others,
         )

@@ -227,8 +227,9 @@ def test_a_trainer_that_does_not_spread_a_job_yet_is_one_line():
 
 def test_a_sweep_of_a_job_searches_its_strategy_and_ranks_by_the_jobs_step(db_url, tmp_path):
     """sweep gpus=N: one rank of each setting measured, each ranked as its whole job over the
-    link; the answer says what is modelled and prints the torchrun lines; a global batch the
-    GPUs cannot share evenly is one line before anything runs."""
+    link, its largest batch predicted by the rank's estimate; the answer says what is modelled
+    and prints the torchrun lines; a global batch the GPUs cannot share evenly is one line
+    before anything runs."""
     sweep = ["sweep", "model=tiny_mlp", "device=cpu", "gpu.memory=64MiB", "gpus=2",
              "gpu.intra_node_busbw=0.01", "trials=4", "space.batch_sizes=[64,256]",
              "space.precision=[fp32]", "space.compile=[false]", "space.optimizers=[adamw]",
@@ -242,6 +243,9 @@ def test_a_sweep_of_a_job_searches_its_strategy_and_ranks_by_the_jobs_step(db_ur
     ranked = [best, *answer["runners_up"], *answer["pareto_front"]]
     assert all(r["job"]["samples_per_s"] == r["throughput"]["samples_per_s"] for r in ranked)
     assert re.search(r"job [\d,]+\.\d/s \(modelled\), peak", ran.stderr)  # each step's says so
+    # the rank's fake-tensor estimate predicts each setting's largest micro batch, as one GPU's
+    predicted = answer["largest_batches"]
+    assert predicted and {b["by"] for b in predicted} == {"estimate"}
     # the dashboard's and the API's answer for the sweep: the same, over the link it was
     # begun with (its stored arguments)
     store = Store(db_url)

@@ -127,11 +127,13 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
     line (Calibration says which). A trial's first steps are left out: in fp32, cuDNN's benchmark
     tries workspaces that nearly double the peak on a big GPU, but under a cap it takes only
     what is free and the trial still runs (experiments/2026-11-30-h200-memory). History comes
-    newest first."""
+    newest first. Only ranks of the same job calibrate a rank (gpus, strategy, replicas): what
+    a DDP rank's buckets or FSDP2's gathers add is the strategy's, not the model's."""
     measured = [
         dataclasses.replace(r, spec=rebuilt)
         for r in history
         if r.spec.model.identity == spec.model.identity and r.status is Status.ok
+        and _same_job(r.spec, spec)
         and r.memory is not None and r.spec.device is Device.cuda and not _squeezed(r)
         and (rebuilt := _rebuilt(r.spec, spec)) is not None
     ]  # fmt: skip
@@ -169,6 +171,11 @@ def calibrate(spec: TrialSpec, history: Sequence[TrialResult]) -> Calibration | 
         error_median=statistics.median(errors),
         error_worst=max(errors),
     )
+
+
+def _same_job(stored: TrialSpec, spec: TrialSpec) -> bool:
+    job = (spec.gpus, spec.strategy, spec.replicas)
+    return (stored.gpus, stored.strategy, stored.replicas) == job
 
 
 def _rebuilt(stored: TrialSpec, spec: TrialSpec) -> TrialSpec | None:

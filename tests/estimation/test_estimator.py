@@ -380,3 +380,19 @@ def test_a_llama_with_grouped_heads_is_estimated_as_the_h200_measured_it(
                    f"batch_size={batch_size}")  # fmt: skip
     e = estimate(spec, Target("h200", 150_000_000_000, 0.05))
     assert -0.02 <= e.peak_allocated_bytes / measured - 1 <= 0.05
+
+
+def test_a_rank_is_calibrated_on_ranks_of_the_same_job_only():
+    """What a DDP rank's buckets or FSDP2's gathers add is the strategy's: a measured rank of
+    another strategy or job size does not calibrate a rank, nor a one-GPU trial a rank."""
+    rank = spec_of("model=tiny_gpt2", "device=cuda", "batch_size=4", "gpus=2", "strategy=fsdp")
+    others = [
+        spec_of("model=tiny_gpt2", "device=cuda", "batch_size=4", *job)
+        for job in ([], ["gpus=2", "strategy=ddp"], ["gpus=4", "strategy=fsdp"])
+    ]
+    history = [measured_as(s, fake_step(s).peak_allocated_bytes * 2) for s in others]
+    assert estimate(rank, BIG, history).calibration is None
+    same = measured_as(rank, fake_step(rank).peak_allocated_bytes * 2)
+    calibrated = estimate(rank, BIG, [*history, same]).calibration
+    assert calibrated is not None and calibrated.trials == 1
+    assert calibrated.peak_ratio == pytest.approx(2.0, rel=1e-6)
