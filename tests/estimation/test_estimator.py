@@ -168,14 +168,18 @@ def test_calibration_corrects_by_a_line_through_what_the_fake_run_missed():
     assert e.peak_reserved_bytes == pytest.approx(max(expected, e.peak_allocated_bytes), abs=2)
     assert e.context_bytes == 500 * 2**20
     # one measured batch fixes no line: the measured / estimated ratio scales instead, and the
-    # reserve is the peak allocated by the reserve factor
+    # reserve is the replayed step by the measured / replayed ratio at that batch
     one = estimate(at[32], BIG, history[:1])
     assert one.calibration is not None and one.calibration.peak_offset is None
-    assert one.calibration.reserve_offset is None and one.calibration.replay_ratio is None
+    assert one.calibration.reserve_offset is None
     ratio = history[0].memory.steady_peak_allocated_bytes / fake_step(at[4]).peak_allocated_bytes
     assert one.peak_allocated_bytes == int(fake_step(at[32]).peak_allocated_bytes * ratio)
-    # (from the unrounded peak allocated: a byte apart at most)
-    assert one.peak_reserved_bytes == pytest.approx(one.peak_allocated_bytes * 1.25, abs=2)
+    replay_ratio = history[0].memory.steady_peak_reserved_bytes / replayed_reserved(
+        fake_step(at[4])
+    )
+    assert one.calibration.replay_ratio == pytest.approx(replay_ratio)
+    expected = max(replayed_reserved(fake_step(at[32])) * replay_ratio, one.peak_allocated_bytes)
+    assert one.peak_reserved_bytes == pytest.approx(expected, abs=2)
 
 
 def test_gpu_estimate_emulates_autocast_and_names_where_memory_goes():
