@@ -22,7 +22,7 @@ from torch.overrides import TorchFunctionMode
 
 from advisor.estimation.cuda_emulation import CUDA_EMULATION_MODES
 from advisor.estimation.inductor_buffers import count_buffers
-from advisor.estimation.real_draws import RealScalarDraws
+from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
 from advisor.estimation.storage_bytes import StorageBytes, storages_of
 
 
@@ -86,7 +86,11 @@ def _emulation_never_compiled_alone() -> None:
     from torch._dynamo.types import FrameAction, FrameExecStrategy
 
     skipped = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)  # and what they call
-    modes: tuple[type[TorchFunctionMode], ...] = (*CUDA_EMULATION_MODES, RealScalarDraws)
+    modes: tuple[type[TorchFunctionMode], ...] = (
+        *CUDA_EMULATION_MODES,
+        RealScalarDraws,
+        CountsWithinMinlength,
+    )
     for mode in modes:
         set_code_exec_strategy(mode.__torch_function__.__code__, skipped)
 

@@ -34,7 +34,7 @@ from advisor.estimation.compiled_step import compiled
 from advisor.estimation.cuda_emulation import cuda_temporaries, step_precision
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
-from advisor.estimation.real_draws import RealScalarDraws
+from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
 from advisor.estimation.storage_bytes import BLOCK, StorageBytes, local_tensors
 from advisor.spec import Checkpointing, Device, TrialSpec
 from advisor.trial import one_rank
@@ -128,7 +128,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
     with contextlib.ExitStack() as stack:
         for context in (
             FakeTensorMode(allow_non_fake_inputs=True), counter, as_in_a_real_run(),
-            RealScalarDraws(),
+            RealScalarDraws(), CountsWithinMinlength(),
         ):  # fmt: skip
             stack.enter_context(context)
         model = with_fake_storage(meta_model)

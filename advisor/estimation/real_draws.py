@@ -3,6 +3,10 @@ transformers 5.17) compares `torch.rand([])` with its rate in Python, which a fa
 answer ("DataDependentOutputException"), where a real run draws and goes on. Compiled, the draw
 is in the graph dynamo traced (the comparison breaks it there, as on a GPU); the graph's
 operator is drawn for real when the graph runs.
+
+Likewise a count of values whose length a fake tensor cannot know: `torch.bincount(x,
+minlength=m)` is m long wherever x is below m, as a router's chosen experts are (Mixtral's
+load-balancing loss in transformers 5.17), and is given so (CountsWithinMinlength).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import _disable_current_modes
 
@@ -37,3 +42,20 @@ def _one_draw(func: Any, args: Any, kwargs: Any) -> bool:
         return False
     size = args[0] if args else kwargs.get("size")  # torch.rand(3) and (2, 3): ints, not one
     return isinstance(size, list | tuple) and len(size) == 0 and not kwargs.get("requires_grad")
+
+
+class CountsWithinMinlength(TorchFunctionMode):
+    """`torch.bincount` of a fake tensor with a `minlength`, given `minlength` long: the length
+    a real run has wherever the values are below it. Its memory is a few counts; what matters is
+    that the step goes on."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func is torch.bincount and not torch.compiler.is_compiling():
+            values = args[0] if args else kwargs["input"]
+            weights = args[1] if len(args) > 1 else kwargs.get("weights")
+            minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
+            if minlength > 0 and isinstance(values, FakeTensor):
+                dtype = weights.dtype if weights is not None else torch.int64
+                return torch.zeros(minlength, dtype=dtype, device=values.device)
+        return func(*args, **kwargs)

@@ -8,9 +8,10 @@ from pathlib import Path
 import torch
 from conftest import spec_of
 from test_cli import advisor
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from advisor.estimation.fake_step import fake_step
-from advisor.estimation.real_draws import RealScalarDraws
+from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
 
 EDGES = Path(__file__).parents[1] / "workloads" / "estimate_edges.py"
 
@@ -43,6 +44,19 @@ def test_a_layer_drop_draw_is_compared_as_in_a_real_run():
         for name in ("layer_drop", "widths_from_values")
     )
     assert step.activations_bytes == plain.activations_bytes  # a rate of 0 drops no layer
+
+
+def test_a_count_of_experts_has_its_minlength_as_in_a_real_run():
+    """bincount's length depends on the values, which fake tensors have not: the estimate of
+    a Mixtral under transformers 5.17 (its load-balancing loss counts the chosen experts) ended
+    there. With a minlength above every value, as a router's experts are, that is the length."""
+    step = fake_step(spec_of(f"workload={EDGES}:router_counts", "device=cuda", "batch_size=64"))
+    assert step.activations_bytes > 0
+    with FakeTensorMode(), CountsWithinMinlength():
+        chosen = torch.randint(4, (128,))
+        assert torch.bincount(chosen, minlength=8).shape == (8,)
+        weights = torch.ones(128, dtype=torch.bfloat16)
+        assert torch.bincount(chosen, weights, minlength=8).dtype == torch.bfloat16
 
 
 def test_a_step_fake_tensors_cannot_run_is_said_in_one_line(db_url):

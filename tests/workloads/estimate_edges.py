@@ -1,7 +1,8 @@
 """Workloads at the edges of what the fake step can run: a builder that reads tensor values (as
 torchvision's RegNet computes its widths), experts multiplied by torch's grouped matmul in fp32
 (as transformers' mixture-of-experts layers are), a forward whose shapes depend on the data,
-LayerDrop's draw (as transformers 5.17's BART, OPT and Whisper make it), an MLP whose
+LayerDrop's draw (as transformers 5.17's BART, OPT and Whisper make it), a router whose experts
+are counted by bincount (as transformers 5.17's Mixtral balances its load), an MLP whose
 compiled backward recomputes what eager's keeps, layers to checkpoint, and a vocabulary-wide
 head whose width inductor pads (gpt2's 50257)."""
 
@@ -61,6 +62,21 @@ class LayerDrop(WidthsFromValues):
         return x
 
 
+class RouterCounts(nn.Module):
+    """Logits over the experts, and the count of tokens routed to each (a load-balancing loss's
+    ingredient), by bincount with a minlength: the experts' widths."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.router = nn.Linear(WIDTH, EXPERTS)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = self.router(x)
+        chosen = torch.topk(logits, 2, dim=-1).indices.reshape(-1)
+        counts = torch.bincount(chosen, minlength=EXPERTS).float()
+        return logits * (counts / chosen.numel())  # each expert's logit scaled by its load
+
+
 class Mlp(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -91,6 +107,10 @@ def data_dependent() -> advisor.Workload:
 
 def layer_drop() -> advisor.Workload:
     return advisor.Workload(name="layer_drop", model=LayerDrop, batch=batch)
+
+
+def router_counts() -> advisor.Workload:
+    return advisor.Workload(name="router_counts", model=RouterCounts, batch=batch)
 
 
 def mlp() -> advisor.Workload:
