@@ -6,10 +6,10 @@ requests up to 1 MiB come from 2 MiB segments, up to 10 MiB from 20 MiB segments
 get a segment of their own size rounded up to 2 MiB; a request takes the smallest cached free
 block that holds it, splitting off the rest (when over 512 B in the small pool, over 1 MiB in
 the large), the lowest address among equal sizes, where a newer segment lies lower (cudaMalloc
-handed out falling addresses in the traces of experiments/2026-12-05-h200-allocator-trace); a
-freed block merges with free neighbours in its segment; when a new segment would
-pass the cap, every wholly free segment is given back first and the request tried again. Each
-stream has its own blocks: a block freed on one is not taken by a request on another.
+handed out falling addresses in the H100's traces: experiments/2026-12-05-allocator-ties); a
+freed block merges with free neighbours in its segment; when a new segment would pass the cap,
+every wholly free segment is given back first and the request tried again. Each stream has its
+own blocks: a block freed on one is not taken by a request on another.
 """
 
 from __future__ import annotations

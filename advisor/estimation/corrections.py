@@ -50,7 +50,8 @@ class Calibration:
     # no expandable segments: measured - replayed steady peak reserved, bytes + bytes per sample
     # x batch, where they span two batches or more ...
     reserve_offset: tuple[float, float] | None
-    # ... else measured / replayed (median), where it spreads less over them than the factor does
+    # ... else measured / replayed (median), where it spreads less over them than the factor
+    # does, or is one trial's
     replay_ratio: float | None
     context_bytes: int  # measured beyond-allocator bytes (median)
     # |estimated / measured - 1| of the alike trials' steady device peak, uncorrected
@@ -193,11 +194,12 @@ def _rebuilt(stored: TrialSpec, spec: TrialSpec) -> TrialSpec | None:
 
 def _replay_ratio(spec: TrialSpec, replays: list[float], factors: list[float]) -> float | None:
     """The median ratio of measured to replayed reserve, kept where the spec has no expandable
-    segments (the model has none) and the alike trials spread it less than the factor; one
-    alike trial has no spread to compare, and its ratio is kept: the replay follows the step's
-    own fragmentation as the batch changes, where the factor assumes the reserve grows as the
-    peak allocated (gpt2's grid, one other batch of each setting: the factor put the steady
-    device peak 7.8% under to 8.5% over; experiments/2026-12-05-gpt2-calibrated)."""
+    segments (the model has none) and the alike trials spread it less than the factor. Where
+    one alike trial without them has a ratio, there is no spread to compare, and it is kept:
+    the replay follows the step's own fragmentation as the batch changes, where the factor
+    assumes the reserve grows as the peak allocated (gpt2's grid, one other batch of each
+    setting: the factor put the steady device peak 7.8% under to 8.5% over;
+    experiments/2026-12-05-gpt2-calibrated)."""
     if spec.expandable_segments or not replays or min(replays) <= 0 or min(factors) <= 0:
         return None
     if len(replays) > 1 and max(replays) / min(replays) >= max(factors) / min(factors):

@@ -68,10 +68,10 @@ def test_fragmentation_that_the_cap_cannot_undo():
         allocator.malloc(21 * MiB)  # 20 MiB free in the segment is not enough, 30 + 22 > 40
 
 
-def test_of_equal_free_blocks_the_newest_segment_s_is_taken():
+def test_equal_free_blocks_are_taken_from_the_newest_segment_first():
     """The real allocator takes the lowest address among equal sizes, and cudaMalloc handed out
-    falling addresses (experiments/2026-12-05-h200-allocator-trace: breaking ties this way
-    replays whisper's real trace to the byte, where oldest-first was 6.3% under)."""
+    falling addresses (experiments/2026-12-05-allocator-ties: breaking ties this way replays
+    whisper's real trace to the byte, where oldest-first was 6.3% under)."""
     allocator = CachingAllocator()
     older = allocator.malloc(30 * MiB)
     newer = allocator.malloc(30 * MiB)
