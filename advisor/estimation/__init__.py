@@ -17,7 +17,8 @@
                  and the mask it keeps, dropout's bool mask, fp32 grouped matmuls, operators'
                  temporaries)
 - masks.py       transformers' attention masks decided on fake tensors as a real run does
-- real_draws.py  a draw of one random number made real (LayerDrop's), as a real run draws it
+- real_draws.py  what a fake step cannot know, as a real run has it: a draw of one random
+                 number (LayerDrop's), a bincount's length where a minlength bounds it
 - allocator.py   a model of the CUDA caching allocator, replaying the step's allocations
 - memory_line.py the device peak against micro batch, per family of specs (an affine fit)
 """
