@@ -56,6 +56,8 @@ class CountsWithinMinlength(TorchFunctionMode):
             weights = args[1] if len(args) > 1 else kwargs.get("weights")
             minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
             if minlength > 0 and isinstance(values, FakeTensor):
-                dtype = weights.dtype if weights is not None else torch.int64
+                dtype = torch.int64  # counts; weighted, sums in fp32 or else fp64, as torch's
+                if weights is not None:
+                    dtype = torch.float32 if weights.dtype is torch.float32 else torch.float64
                 return torch.zeros(minlength, dtype=dtype, device=values.device)
         return func(*args, **kwargs)

@@ -55,8 +55,9 @@ def test_a_count_of_experts_has_its_minlength_as_in_a_real_run():
     with FakeTensorMode(), CountsWithinMinlength():
         chosen = torch.randint(4, (128,))
         assert torch.bincount(chosen, minlength=8).shape == (8,)
-        weights = torch.ones(128, dtype=torch.bfloat16)
-        assert torch.bincount(chosen, weights, minlength=8).dtype == torch.bfloat16
+        for weights, summed in ((torch.float32, torch.float32), (torch.bfloat16, torch.float64)):
+            ones = torch.ones(128, dtype=weights)
+            assert torch.bincount(chosen, ones, minlength=8).dtype == summed
 
 
 def test_a_step_fake_tensors_cannot_run_is_said_in_one_line(db_url):
