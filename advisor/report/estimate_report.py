@@ -35,6 +35,8 @@ def peak_correction(c: Calibration) -> str:
 def reserve_correction(c: Calibration) -> str:
     """How calibration turns the peak allocated into the peak reserved, in words."""
     replayed = "the step replayed through the allocator model"
+    if not c.reserve_calibrated:
+        return f"{replayed}, uncalibrated (no measured trial recomputes as this one does)"
     if c.reserve_offset is not None:
         return f"{replayed} {offset(*c.reserve_offset)}"
     if c.replay_ratio is not None:

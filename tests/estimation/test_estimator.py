@@ -15,12 +15,13 @@ from test_cli import MEMORY_KEYS, advisor, trial_count
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from advisor.estimation.allocator import ReplayOutOfMemory
-from advisor.estimation.corrections import CUBLAS_WORKSPACE_BYTES
+from advisor.estimation.corrections import CUBLAS_WORKSPACE_BYTES, REPLAY_MARGIN
 from advisor.estimation.estimator import FitVerdict, estimate
 from advisor.estimation.fake_step import _gradient_sums_marked, fake_step, replayed_reserved
 from advisor.estimation.storage_bytes import StorageBytes
 from advisor.gpus import DEFAULT_CONTEXT_BYTES
 from advisor.result import Memory, Phase, Status, Throughput, TrialResult
+from advisor.spec import Checkpointing
 from advisor.target import Target
 from advisor.trial.runner import run_trial
 
@@ -400,3 +401,18 @@ def test_a_rank_is_calibrated_on_ranks_of_the_same_job_only():
     calibrated = estimate(rank, BIG, [*history, same]).calibration
     assert calibrated is not None and calibrated.trials == 1
     assert calibrated.peak_ratio == pytest.approx(2.0, rel=1e-6)
+
+
+def test_a_reserve_is_calibrated_only_on_trials_that_recompute_as_the_spec_does():
+    """Checkpointing's recompute (and inductor's buffers) shape the reserve beyond the peak: a
+    checkpointed spec whose only measured neighbours are not checkpointed takes their peak
+    correction, and the replayed step's reserve, as uncalibrated."""
+    plain = spec_of("model=tiny_gpt2", "device=cuda", "batch_size=4")
+    checkpointed = dataclasses.replace(plain, checkpointing=Checkpointing.blocks)
+    history = [measured_as(plain, fake_step(plain).peak_allocated_bytes * 2, reserve=3.0)]
+    e = estimate(checkpointed, BIG, history)
+    assert e.calibration is not None and not e.calibration.reserve_calibrated
+    replay = replayed_reserved(fake_step(checkpointed)) * REPLAY_MARGIN + CUBLAS_WORKSPACE_BYTES
+    assert e.peak_reserved_bytes == int(max(e.peak_allocated_bytes, replay))
+    same = estimate(plain, BIG, history).calibration
+    assert same is not None and same.reserve_calibrated
