@@ -70,7 +70,6 @@ class Corrections:
     factor: float  # reserved over allocated, in the steady state
     context: int
     workspace_bytes: int = 0  # cuBLAS's, held outside the step, where nothing calibrates
-    replay_margin: float = 1.0  # on the replayed step, where nothing calibrates
 
     @classmethod
     def of(cls, spec: TrialSpec, history: Sequence[TrialResult]) -> Corrections:
@@ -84,19 +83,17 @@ class Corrections:
     @classmethod
     def uncalibrated(cls, spec: TrialSpec) -> Corrections:
         factor = DEFAULT_RESERVED_FACTOR[spec.checkpointing]
-        return cls(None, factor, DEFAULT_CONTEXT_BYTES, CUBLAS_WORKSPACE_BYTES, REPLAY_MARGIN)
+        return cls(None, factor, DEFAULT_CONTEXT_BYTES, CUBLAS_WORKSPACE_BYTES)
 
     def steady_reserved(self, spec: TrialSpec, step: FakeStep) -> int:
         """The steady state's peak reserved: the replayed step plus the reserve offset or by the
         replay ratio where the calibration keeps one; uncalibrated on a GPU, or where no alike
         trial recomputes as the spec does, the replayed step by its margin, and what is held
-        outside it; else the peak allocated by the reserve factor.
-        Never less than the peak allocated."""
+        outside it; else the peak allocated by the reserve factor. Never less than the peak
+        allocated."""
         c = self.calibration
         allocated = self.allocated(step.peak_allocated_bytes, spec.batch_size)
-        if c is None and spec.device is Device.cuda:
-            return int(max(allocated, replayed(spec) * self.replay_margin + self.workspace_bytes))
-        if c is not None and not c.reserve_calibrated:
+        if spec.device is Device.cuda and (c is None or not c.reserve_calibrated):
             return int(max(allocated, replayed(spec) * REPLAY_MARGIN + CUBLAS_WORKSPACE_BYTES))
         if c is not None and c.reserve_offset is not None:
             fixed, per_sample = c.reserve_offset
