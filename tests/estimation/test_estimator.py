@@ -338,9 +338,12 @@ def test_the_attention_kernel_emulated_keeps_the_matrix_wherever_cuda_does():
             assert not keeps_matrix, case
 
 
-def test_transformers_decides_its_masks_on_fake_tensors_as_a_real_run_does():
+@pytest.mark.parametrize("given", ["none", "ones", "padded"])
+def test_transformers_decides_its_masks_on_fake_tensors_as_a_real_run_does(given):
     """A causal LM's unpadded batch: no mask, is_causal, and the grouped key/value heads read in
-    place, as on real tensors (transformers' tracing path built the mask and repeated them)."""
+    place, as on real tensors (transformers' tracing path built the mask and repeated them).
+    So too with a padding mask made of ones (OPT makes one itself under transformers 5.17); a
+    mask whose values are not known stands."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -364,8 +367,14 @@ def test_transformers_decides_its_masks_on_fake_tensors_as_a_real_run_does():
         stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
         stack.enter_context(as_in_a_real_run())
         tokens = torch.randint(64, (2, 16))
-        model.to_empty(device="cpu")(input_ids=tokens, labels=tokens)
-    assert calls == [(2, True, True, True)]
+        mask = {"none": None, "ones": torch.ones_like(tokens), "padded": torch.ones_like(tokens)}
+        if given == "padded":
+            mask["padded"][1, -4:] = 0
+        model.to_empty(device="cpu")(input_ids=tokens, labels=tokens, attention_mask=mask[given])
+    if given == "padded":
+        assert len(calls) == 1 and not calls[0][1]  # the mask, as traced
+    else:
+        assert calls == [(2, True, True, True)]
 
 
 LLAMA = Path(__file__).parents[2] / "experiments" / "2026-12-03-h200-sdpa-choice" / "llama.py"
