@@ -225,17 +225,6 @@ def _math_attention(
     return (attn @ v).to(dtype)
 
 
-def cuda_temporaries(func: Any, args: Sequence[Any]) -> list[int]:
-    """The bytes an operator allocates and frees inside itself on CUDA, beyond its outputs, where
-    the fake kernel makes none. _safe_softmax (the math path's softmax) checks each row for
-    -inf: a bool copy of its input and a bool per row (the H100's trace of Qwen2 in tf32, torch
-    2.11: isneginf then all; experiments/2026-12-05-h200-allocator-trace)."""
-    if func is torch.ops.aten._safe_softmax.default and args[0].dim():
-        x, dim = args[0], args[1] % args[0].dim()
-        return [x.numel(), x.numel() // max(1, x.size(dim))]
-    return []
-
-
 def _fused_dropout(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     """Dropout as CUDA runs it (aten's `dropout`): out of place in training with 0 < p < 1, its
     fused kernel (native_dropout), whose backward keeps a bool mask. The CPU's takes another

@@ -31,7 +31,8 @@ from advisor.errors import AdvisorError, EstimateError, error_line
 from advisor.estimation import job_rank
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.compiled_step import compiled
-from advisor.estimation.cuda_emulation import cuda_temporaries, step_precision
+from advisor.estimation.cuda_emulation import step_precision
+from advisor.estimation.cuda_workspaces import cuda_temporaries
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws

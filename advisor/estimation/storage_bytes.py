@@ -29,16 +29,18 @@ class _GradientSum:
     peak_before: int  # the counter's peak before the sum was allocated
 
 
+# an operator's rounds of temporaries, by its function, arguments and outputs
+Temporaries = Callable[[Any, Sequence[Any], Any], list[list[int]]]
+
+
 class StorageBytes(TorchDispatchMode):
     """Live bytes of fake storages (each rounded to the allocator's block), and their peak."""
 
-    def __init__(
-        self, block: int, temporaries: Callable[[Any, Sequence[Any]], list[int]] | None = None
-    ) -> None:
+    def __init__(self, block: int, temporaries: Temporaries | None = None) -> None:
         super().__init__()
         self.block, self.live, self.peak, self.extra = block, 0, 0, 0
         # what an operator allocates and frees inside itself, by its arguments (CUDA's kernels
-        # whose temporaries the fake kernel does not make: cuda_emulation.cuda_temporaries)
+        # whose temporaries the fake kernel does not make: cuda_workspaces.cuda_temporaries)
         self.temporaries = temporaries
         self._counted: dict[int, int] = {}  # id of a live storage: its number in the trace
         self._numbered = 0
@@ -59,13 +61,11 @@ class StorageBytes(TorchDispatchMode):
         peak_before, at = self.peak, len(self.trace)
         for t in local_tensors(tree_flatten(out)[0]):
             self.count(t)
-        # alive together, freed as the operator returns
-        made = [
-            (self.allocate(n), n)
-            for n in (self.temporaries(func, args) if self.temporaries else ())
-        ]
-        for number, nbytes in reversed(made):
-            self.free(number, nbytes)
+        # each round's alive together, freed before the next
+        for round_ in self.temporaries(func, args, out) if self.temporaries else ():
+            made = [(self.allocate(n), n) for n in round_]
+            for number, nbytes in reversed(made):
+                self.free(number, nbytes)
         if (
             self.summing
             and func is torch.ops.aten.add.Tensor
