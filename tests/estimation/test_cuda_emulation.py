@@ -14,7 +14,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn import functional as F
 
 from advisor.estimation.cuda_emulation import step_precision
-from advisor.estimation.cuda_workspaces import cuda_temporaries
+from advisor.estimation.cuda_workspaces import _staging_bytes, cuda_temporaries
 from advisor.estimation.storage_bytes import StorageBytes
 
 MiB = 2**20
@@ -133,3 +133,23 @@ def test_a_16_bit_convolution_not_in_channels_last_counts_cudnns_transposing_wor
                 at = [i for i, (_, n) in enumerate(counter.trace) if n == workspace]
                 freed = [counter.trace[i + 1] for i in at]  # at once, before anything else
                 assert freed == [(counter.trace[i][0], -1) for i in at]
+
+
+def test_a_bias_gradient_summed_over_many_rows_counts_the_reduction_kernels_partial_sums():
+    """Autograd sums a bias's gradient over the batch's rows; CUDA's reduction kernel splits a
+    sum that long over blocks meeting in global memory, fp32 partials and a semaphore a column
+    (Reduce.cuh's setReduceConfig, on the H100's 132 multiprocessors). The H100's traces held
+    these sizes to the byte: Whisper's (48,000, 2,048) gradient, ViT-S's (100,864, 1,152)."""
+    assert _staging_bytes(2048, 48_000, inner=False, element=2) == [138_412_032, 64]
+    assert _staging_bytes(1152, 100_864, inner=False, element=2) == [138_608_640, 36]
+    assert _staging_bytes(2048, 64, inner=False, element=2) == []  # one block's work: none
+    with counted("bf16") as counter:
+        x = torch.randn(48_000, 512, requires_grad=True)
+        w = torch.randn(2048, 512, requires_grad=True)
+        b = torch.randn(2048, requires_grad=True)
+        F.linear(x, w, b).float().sum().backward()
+        at = [i for i, (_, n) in enumerate(counter.trace) if n == 138_412_032]
+        assert len(at) == 1  # the bias's gradient; its semaphores (64 bytes) beside it
+        partials, semaphores = counter.trace[at[0]][0], counter.trace[at[0] + 1][0]
+        assert counter.trace[at[0] + 1 : at[0] + 4] == [(semaphores, 64), (semaphores, -1),
+                                                        (partials, -1)]  # fmt: skip
