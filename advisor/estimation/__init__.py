@@ -14,8 +14,9 @@
 - job_rank.py    one rank of a job on several GPUs: FSDP2 sharded on the fake group as it runs,
                  DDP's gradient buckets added
 - cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel
-                 and the mask it keeps, dropout's bool mask, fp32 grouped matmuls, operators'
-                 temporaries)
+                 and the mask it keeps, dropout's bool mask, fp32 grouped matmuls)
+- cuda_workspaces.py what CUDA's kernels allocate and free inside themselves (the reduction
+                 kernel's partial sums, attention's and cuDNN's workspaces, softmax's row check)
 - masks.py       transformers' attention masks decided on fake tensors as a real run does
 - real_draws.py  what a fake step cannot know, as a real run has it: a draw of one random
                  number (LayerDrop's), a bincount's length where a minlength bounds it
