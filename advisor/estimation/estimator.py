@@ -183,8 +183,8 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
         low, high = 0.0, 0.0
     elif not target.is_budget and not PROBED_GPU.search(target.name):
         unmodelled.append(
-            f"the kernels' rules (attention, cuBLAS's workspaces) were probed on an H200; "
-            f"{target.name} may pick others"
+            "the kernels' rules (attention, cuBLAS's workspaces, the reductions' launch) were "
+            f"probed on an H200 and an H100; {target.name} may pick others"
         )
     largest = largest_batch(spec, target, corrections)
     sure = largest_batch(spec, target, corrections, above=high, checked=False)

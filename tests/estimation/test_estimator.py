@@ -119,8 +119,8 @@ def test_a_target_other_than_where_the_kernels_were_probed_is_said():
     }
     assert notes["local NVIDIA H200"] == notes["h100_80gb"] == ()
     assert notes["a100_80gb"] == (
-        "the kernels' rules (attention, cuBLAS's workspaces) were probed on an H200; a100_80gb "
-        "may pick others",
+        "the kernels' rules (attention, cuBLAS's workspaces, the reductions' launch) were probed "
+        "on an H200 and an H100; a100_80gb may pick others",
     )
 
 
