@@ -46,8 +46,8 @@ TOP_MODULES = 10
 # one rule is modelled (cuda_workspaces.py). Left out of the H100's traces, the workspaces took
 # 7.6% off RegNet's reserve in channels-last bf16 and 6.3% off Whisper's in bf16.
 CUDNN_UNMODELLED = (
-    "cuDNN's convolution workspaces beyond a 16-bit input's transposing (cuDNN picks its kernels "
-    "on the GPU): they shape the device peak by a few percent"
+    "cuDNN's convolution workspaces, but for a 16-bit 1-d convolution's (cuDNN picks its "
+    "kernels on the GPU): they shape the device peak by a few percent"
 )
 
 
