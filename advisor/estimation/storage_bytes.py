@@ -39,8 +39,8 @@ class StorageBytes(TorchDispatchMode):
     def __init__(self, block: int, temporaries: Temporaries | None = None) -> None:
         super().__init__()
         self.block, self.live, self.peak, self.extra = block, 0, 0, 0
-        # what an operator allocates and frees inside itself, by its arguments (CUDA's kernels
-        # whose temporaries the fake kernel does not make: cuda_workspaces.cuda_temporaries)
+        # what an operator allocates and frees inside itself, by its arguments and outputs
+        # (CUDA's kernels' temporaries, which fake kernels make none of: cuda_workspaces.py)
         self.temporaries = temporaries
         self._counted: dict[int, int] = {}  # id of a live storage: its number in the trace
         self._numbered = 0
