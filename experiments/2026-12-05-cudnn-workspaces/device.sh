@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One device call. On the GPU, measure.sh's memory snapshots (catalog convolutions and the
+# held-out UNet). On the machine's CPU meanwhile, with its torch and transformers (the truth's
+# versions), the uncalibrated estimate of every spec with a GPU truth
+# (../2026-12-05-cuda-dropout/estimate.py: held-out, second and third sets; gpt2 left out for
+# time), before (build/before) and after (build/after) this folder's change, 5 processes each.
+#   bash experiments/2026-12-05-cudnn-workspaces/device.sh OUT
+set -u
+out=$1
+here=experiments/2026-12-05-cudnn-workspaces
+mkdir -p "$out/estimates"
+start=$SECONDS
+for code in before after; do
+  for i in 0 1 2 3 4; do
+    ( ESTIMATE_SHARD=$i/5 PYTHONPATH="$PWD/build/$code:/tmp/site" timeout 520 \
+        python3 experiments/2026-12-05-cuda-dropout/estimate.py run "$out/estimates/$code-$i.jsonl" \
+        heldout second third > "$out/estimates/$code-$i.log" 2>&1 ) &
+  done
+done
+bash "$here/measure.sh" "$out" 330
+echo "snapshots done at $((SECONDS - start)) s"
+wait
+echo "estimates done at $((SECONDS - start)) s"
+cat "$out"/estimates/before-*.jsonl > "$out/estimates/before.jsonl"
+cat "$out"/estimates/after-*.jsonl > "$out/estimates/after.jsonl"
+wc -l "$out/estimates/before.jsonl" "$out/estimates/after.jsonl"
+tar -C "$out" -cf "$out/estimates.tar" estimates && rm -rf "$out/estimates"
