@@ -28,14 +28,17 @@ from advisor.estimation.storage_bytes import StorageBytes, storages_of
 
 @contextlib.contextmanager
 def compiled(
-    model: nn.Module, counter: StorageBytes, *, gpu: bool
+    model: nn.Module, counter: StorageBytes, *, gpu: bool, ddp_buckets: int | None = None
 ) -> Iterator[list[fx.GraphModule]]:
     """The model's forward (and so its backward) compiled as torch.compile compiles it: dynamo
     (its graph breaks too) hands each graph to AOTAutograd, with inductor's decompositions and
     partitioner; the graphs count their own buffers, the code between them is counted as run.
     Gives the forward graphs dynamo made (more than one: the model's graph broke). dynamo's
     caches are reset before and after: a process that compiles its own models loses theirs.
-    gpu: compiled for CUDA, whose matmuls inductor pads (not the CPU's)."""
+    gpu: compiled for CUDA, whose matmuls inductor pads (not the CPU's). ddp_buckets: a DDP
+    rank's bucket cap, by which dynamo splits each graph where DDP's buckets of gradients
+    fill (its DDPOptimizer), so that each bucket's all-reduce can start early: each piece is
+    compiled alone, and keeps for backward what crosses between them."""
     import torch._inductor.lowering  # noqa: F401 (the decompositions read it; a fresh process lacks it)
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
@@ -44,7 +47,7 @@ def compiled(
     forward = model.forward
     held: set[int] = set()  # the storages the caller holds (parameters, buffers, the batch)
     graphs: list[fx.GraphModule] = []
-    backend = aot_autograd(
+    backend: Any = aot_autograd(
         fw_compiler=functools.partial(
             _counting_compiler, counter=counter, held=held, backward=False, graphs=graphs
         ),
@@ -54,6 +57,18 @@ def compiled(
         partition_fn=functools.partial(_partitioned, padded=gpu),
         decompositions=select_decomp_table(),
     )
+    if ddp_buckets is not None:  # as dynamo does for a module DDP wraps (optimize_ddp)
+        from torch._dynamo.backends.distributed import DDPOptimizer
+
+        split = DDPOptimizer(bucket_bytes_cap=ddp_buckets, backend_compile_fn=backend).compile_fn
+
+        def by_buckets(gm: fx.GraphModule, example_inputs: Any, **configs: Any) -> Any:
+            pieces = len(graphs)
+            compiled_pieces = split(gm, example_inputs, **configs)
+            del graphs[pieces + 1 :]  # one graph dynamo made, however DDP's buckets split it
+            return compiled_pieces
+
+        backend = by_buckets
     step = torch.compile(forward, backend=backend)
 
     def compiled_forward(*args: Any, **kwargs: Any) -> Any:

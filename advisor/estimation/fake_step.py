@@ -37,7 +37,7 @@ from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
 from advisor.estimation.storage_bytes import BLOCK, StorageBytes, local_tensors
-from advisor.spec import Checkpointing, Device, TrialSpec
+from advisor.spec import Checkpointing, Device, Strategy, TrialSpec
 from advisor.trial import one_rank
 from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 
@@ -157,7 +157,13 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         # 20.01 GiB (DDP, 32; estimated 22.32: DDP's graph split is not modelled) at their
         # steady peaks (experiments/2026-12-05-h200-ranks, its recheck). The eager figure an
         # earlier rule used had come from a compiled rank that ran eagerly.
-        graphs = stack.enter_context(compiled(model, counter, gpu=gpu)) if spec.compile else []
+        ddp = spec.gpus > 1 and spec.strategy is Strategy.ddp
+        buckets_cap = job_rank.DDP_BUCKET_BYTES if ddp else None
+        graphs = (
+            stack.enter_context(compiled(model, counter, gpu=gpu, ddp_buckets=buckets_cap))
+            if spec.compile
+            else []
+        )
         params = list(model.parameters())
         params_bytes = counter.bytes_of(params)
         buffers_bytes = counter.bytes_of(model.buffers())
