@@ -22,6 +22,7 @@ from torch.overrides import TorchFunctionMode
 
 from advisor.estimation.cuda_emulation import CUDA_EMULATION_MODES
 from advisor.estimation.inductor_buffers import count_buffers
+from advisor.estimation.masks import KnownOnes
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
 from advisor.estimation.storage_bytes import StorageBytes, storages_of
 
@@ -33,7 +34,8 @@ def compiled(
     """The model's forward (and so its backward) compiled as torch.compile compiles it: dynamo
     (its graph breaks too) hands each graph to AOTAutograd, with inductor's decompositions and
     partitioner; the graphs count their own buffers, the code between them is counted as run.
-    Gives the forward graphs dynamo made (more than one: the model's graph broke). dynamo's
+    Gives the forward graphs dynamo made (more than one: the model's graph broke; of a graph
+    DDP's buckets split, its first piece stands for it). dynamo's
     caches are reset before and after: a process that compiles its own models loses theirs.
     gpu: compiled for CUDA, whose matmuls inductor pads (not the CPU's). ddp_buckets: a DDP
     rank's bucket cap, by which dynamo splits each graph where DDP's buckets of gradients
@@ -92,11 +94,11 @@ def _reset_dynamo() -> None:
 
 
 def _emulation_never_compiled_alone() -> None:
-    """The emulation's modes (cuda_emulation.py, real_draws.py) run where the model's code calls
-    torch: traced into the caller's graph where dynamo compiles the caller, run as they are where
-    the caller runs eagerly (a frame dynamo gave up on), never compiled as frames of their own,
-    which a real run has not (dynamo did, and counted them as graphs: a step's bytes then
-    depended on the compiles before it in the process)."""
+    """The emulation's modes (cuda_emulation.py, real_draws.py, masks.py) run where the model's
+    code calls torch: traced into the caller's graph where dynamo compiles the caller, run as
+    they are where the caller runs eagerly (a frame dynamo gave up on), never compiled as frames
+    of their own, which a real run has not (dynamo did, and counted them as graphs: a step's
+    bytes then depended on the compiles before it in the process)."""
     from torch._dynamo.eval_frame import set_code_exec_strategy
     from torch._dynamo.types import FrameAction, FrameExecStrategy
 
@@ -105,6 +107,7 @@ def _emulation_never_compiled_alone() -> None:
         *CUDA_EMULATION_MODES,
         RealScalarDraws,
         CountsWithinMinlength,
+        KnownOnes,
     )
     for mode in modes:
         set_code_exec_strategy(mode.__torch_function__.__code__, skipped)

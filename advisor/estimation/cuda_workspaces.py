@@ -12,6 +12,7 @@ before the next (the counter under the fake step, storage_bytes.py, makes them).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,8 @@ FUSED_ATTENTION_BACKWARD = {
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
 }
 SUMS = {torch.ops.aten.sum.dim_IntList, torch.ops.aten.sum.default}
+PARTIAL_SUMS_IN_FP32 = (*SIXTEEN_BITS, torch.float32)  # (fp64's are fp64: not modelled)
+TRANSPOSE_WORKSPACE_EXTRA = 147  # bytes beyond the three tensors, in each of Whisper's
 
 # the reduction kernel's launch (aten/src/ATen/native/cuda/Reduce.cuh, setReduceConfig), on the
 # H100 and H200: 132 multiprocessors of 2048 threads. Another GPU's staging buffers scale with
@@ -35,7 +38,7 @@ def cuda_temporaries(func: Any, args: Sequence[Any], out: Any) -> list[list[int]
     """The rounds of bytes an operator allocates and frees inside itself on CUDA."""
     if func is torch.ops.aten._safe_softmax.default and args[0].dim():
         return [_row_check(args[0], args[1])]
-    if func in SUMS and args[0].is_floating_point():
+    if func in SUMS and args[0].dtype in PARTIAL_SUMS_IN_FP32:
         dims = args[1] if len(args) > 1 else None
         return [staged] if (staged := _reduction_staging(args[0], dims)) else []
     if func in FUSED_ATTENTION_BACKWARD and args[1].dtype in SIXTEEN_BITS:
@@ -55,10 +58,10 @@ def _row_check(x: torch.Tensor, dim: int) -> list[int]:
 
 
 def _attention_backward_workspace(q: torch.Tensor, k: torch.Tensor) -> list[int]:
-    """A fused attention's backward accumulates the query's gradient in fp32, with an fp32
-    figure a row: cuDNN's held (batch, heads, tokens, head + 1) in fp32 and 256 bytes, in
-    Whisper, OPT and ViT; twice the gradient with grouped-query heads (Qwen2's, 2 key/value
-    heads for 14)."""
+    """Flash attention's backward (the fake step's stand-in for the fused kernel CUDA runs in
+    16 bits) accumulates the query's gradient in fp32, with an fp32 figure a row: cuDNN's held
+    (batch, heads, tokens, head + 1) in fp32 and 256 bytes, in Whisper, OPT and ViT; twice the
+    gradient with grouped-query heads (Qwen2's, 2 key/value heads for 14)."""
     rows = q.numel() // q.size(-1)
     grouped = q.dim() == 4 and k.size(-3) != q.size(-3)
     return [q.numel() * 4 * (2 if grouped else 1) + rows * 4 + 256]
@@ -76,7 +79,8 @@ def _cudnn_workspaces(
     set (experiments/2026-12-05-cudnn-workspaces)."""
     if x.dtype not in SIXTEEN_BITS or x.dim() != 3:
         return []
-    return [[(x.numel() + w.numel() + y.numel()) * x.element_size()]] * runs
+    transposed = (x.numel() + w.numel() + y.numel()) * x.element_size()
+    return [[transposed + TRANSPOSE_WORKSPACE_EXTRA]] * runs
 
 
 def _reduction_staging(x: torch.Tensor, dims: Sequence[int] | None) -> list[int]:
@@ -86,22 +90,24 @@ def _reduction_staging(x: torch.Tensor, dims: Sequence[int] | None) -> list[int]
     138,412,032 bytes for a (48,000, 2,048) gradient in Whisper, to the byte. Only a sum of a
     contiguous tensor over its leading or trailing dimensions is modelled."""
     shape = list(x.shape)
-    reduced = sorted({d % len(shape) for d in dims} if dims else range(len(shape)))
     if not shape or not x.is_contiguous() or x.numel() == 0:
         return []
+    reduced = sorted({d % len(shape) for d in dims} if dims else range(len(shape)))
     kept = [d for d in range(len(shape)) if d not in reduced]
     if kept and reduced != list(range(len(reduced))) and kept != list(range(len(kept))):
         return []  # reduced dimensions in the middle: not modelled
-    inputs = _product(shape[d] for d in reduced)
-    outputs = _product(shape[d] for d in kept)
+    inputs = math.prod(shape[d] for d in reduced)
+    outputs = math.prod(shape[d] for d in kept)
     inner = not kept or reduced[-1] == len(shape) - 1  # the sum runs along contiguous memory
     return _staging_bytes(outputs, inputs, inner, x.element_size())
 
 
-def _staging_bytes(outputs: int, inputs: int, inner: bool, element: int) -> list[int]:
+def _staging_bytes(outputs: int, inputs: int, inner: bool, element_size: int) -> list[int]:
     """setReduceConfig for a reduction of `inputs` values into each of `outputs`, fp32 partials
-    (sum's accumulator for 16 and 32 bits): the global buffer and the semaphores, if any."""
-    vectorized_in = inner and inputs > 128 and element == 4  # (16 bits: vt0 4 < 8 per load)
+    (sum's accumulator for 16 and 32 bits): the global buffer and the semaphores, if any. Line
+    for line as Reduce.cuh, its names shortened."""
+    # (16 bits: vt0 4 < input_vec_size 8, so no vectorized loads)
+    vectorized_in = inner and inputs > 128 and element_size == 4
     out_vec = 1 if inner else _output_vector(outputs)
     dim0, dim1 = (inputs, outputs) if inner else (outputs, inputs)
     dim0 //= 4 if vectorized_in else out_vec
@@ -117,19 +123,19 @@ def _staging_bytes(outputs: int, inputs: int, inner: bool, element: int) -> list
         step_in *= width  # block_x_reduce
     else:
         step_out *= width
-    split_block_y = -(-inputs // step_in) >= min(height * 16, MAX_VALUES_PER_THREAD)
+    split_block_y = _div_up(inputs, step_in) >= min(height * 16, MAX_VALUES_PER_THREAD)
     if split_block_y:
         step_in *= height
     else:
         step_out *= height
-    grid = -(-(outputs // out_vec) // step_out)
+    grid = _div_up(outputs // out_vec, step_out)
     target = MULTIPROCESSORS * (THREADS_PER_MULTIPROCESSOR // threads)
-    per_thread = -(-inputs // step_in)
+    per_thread = _div_up(inputs, step_in)
     if not (split_block_y and per_thread >= MAX_VALUES_PER_THREAD and grid <= target):
         return []
     ctas = max(
-        min(-(-target // grid), -(-per_thread // MIN_VALUES_PER_THREAD)),
-        -(-per_thread // MAX_VALUES_PER_THREAD),
+        min(_div_up(target, grid), _div_up(per_thread, MIN_VALUES_PER_THREAD)),
+        _div_up(per_thread, MAX_VALUES_PER_THREAD),
     )
     if ctas <= 1:
         return []
@@ -148,8 +154,5 @@ def _last_pow2(n: int) -> int:
     return 1 << (max(1, n).bit_length() - 1)
 
 
-def _product(values: Any) -> int:
-    result = 1
-    for value in values:
-        result *= value
-    return result
+def _div_up(a: int, b: int) -> int:
+    return -(-a // b)

@@ -154,9 +154,10 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         # a job's rank compiled is estimated compiled, as one GPU's step: gpt2's compiled ranks
         # at N=8, measured on an H100 once the trial kept dynamo from giving up on them, held
         # 4.98 GiB (FSDP2, micro batch 8; estimated 5.67 with this machine's torch 2.14) and
-        # 20.01 GiB (DDP, 32; estimated 22.32: DDP's graph split is not modelled) at their
-        # steady peaks (experiments/2026-12-05-h200-ranks, its recheck). The eager figure an
-        # earlier rule used had come from a compiled rank that ran eagerly.
+        # 20.01 GiB (DDP, 32) at their steady peaks (experiments/2026-12-05-h200-ranks, its
+        # recheck). The eager figure an earlier rule used had come from a compiled rank that
+        # ran eagerly. A DDP rank's graph is split where DDP's buckets fill, as dynamo splits
+        # it (experiments/2026-12-05-ddp-split-estimate).
         ddp = spec.gpus > 1 and spec.strategy is Strategy.ddp
         buckets_cap = job_rank.DDP_BUCKET_BYTES if ddp else None
         graphs = (
@@ -194,8 +195,8 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
                 loss.backward()
             del loss
         grads_bytes = counter.bytes_of([p.grad for p in params if p.grad is not None])
-        convolutions = gpu and any(isinstance(m, _ConvNd) for m in model.modules())
-        if convolutions:
+        has_convolutions = gpu and any(isinstance(m, _ConvNd) for m in model.modules())
+        if has_convolutions:
             unmodelled.add(CUDNN_UNMODELLED)
         # the optimizer step: parameters, gradients and state, plus the update's temporaries
         update_peak = counter.live + state_bytes + int(update_ratio * grads_bytes)
@@ -214,7 +215,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         param_sizes=tuple(p.untyped_storage().nbytes() for p in local_tensors(params)),
         state_ratio=state_ratio,
         update_ratio=update_ratio,
-        first_step_releases_cache=convolutions,
+        first_step_releases_cache=has_convolutions,
         unmodelled=tuple(sorted(unmodelled)),
         compiled_graphs=len(graphs),
         ddp_buckets_bytes=counter.bytes_of(buckets),

@@ -98,12 +98,11 @@ class KnownOnes(TorchFunctionMode):
         result = func(*args, **kwargs)
         if torch.compiler.is_compiling():
             return result
-        name = getattr(func, "__name__", "")
+        name = getattr(func, "__name__", "").split(".")[0]  # (an overload's: "add_.Tensor")
         first = args[0] if args else None
-        if (name.endswith("_") and not name.endswith("__")) or name == "__setitem__":
-            if isinstance(first, torch.Tensor):
-                self._forget(first)
-        elif isinstance(result, torch.Tensor) and _of_ones(name, first, args, kwargs, self):
+        for written in _written(name, first, kwargs):
+            self._forget(written)
+        if isinstance(result, torch.Tensor) and _of_ones(name, first, args, kwargs, self):
             self._ones[result] = StorageWeakRef(result.untyped_storage())
         return result
 
@@ -111,6 +110,17 @@ class KnownOnes(TorchFunctionMode):
         storage = StorageWeakRef(written.untyped_storage())
         for tensor in [t for t, s in self._ones.items() if s == storage]:
             del self._ones[tensor]
+
+
+def _written(name: str, first: Any, kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    """The tensors a call writes into: an in-place method's own (a list's, for _foreach_),
+    and what `out=` names."""
+    written: list[Any] = []
+    if (name.endswith("_") and not name.endswith("__")) or name == "__setitem__":
+        written.extend(first if isinstance(first, list | tuple) else [first])
+    out = kwargs.get("out")
+    written.extend(out if isinstance(out, list | tuple) else [out])
+    return [t for t in written if isinstance(t, torch.Tensor)]
 
 
 def _of_ones(name: str, first: Any, args: Any, kwargs: dict[str, Any], ones: KnownOnes) -> bool:
