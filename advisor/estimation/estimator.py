@@ -12,7 +12,7 @@ import dataclasses
 import enum
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from torch.nn.modules.batchnorm import _BatchNorm
@@ -317,8 +317,25 @@ def _largest_replayed(
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (middle, high) if runs(middle) else (low, middle)
-    while checked and low > smallest and not runs(low, drawn=False):  # the drawn were off
-        low -= 1
+    if checked and low > smallest and not runs(low, drawn=False):  # the drawn were off
+        low = _largest_run_below(low, smallest, lambda batch: runs(batch, drawn=False))
+    return low
+
+
+def _largest_run_below(failed: int, smallest: int, runs: Callable[[int], bool]) -> int:
+    """The largest batch below `failed` whose own fake step runs: steps down doubling, then
+    bisects. A drawn step can be off by more than a sample where a kernel's temporaries do not
+    grow in proportion to the batch (the reduction kernel's partial sums level off at the GPU's
+    multiprocessors): stepping down one sample at a time, a tiny model's search at batches in
+    the millions never ended."""
+    high, step = failed, 1
+    low = max(smallest, high - step)
+    while low > smallest and not runs(low):
+        high, step = low, step * 2
+        low = max(smallest, high - step)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if runs(middle) else (low, middle)
     return low
 
 

@@ -425,3 +425,21 @@ def test_a_reserve_is_calibrated_only_on_trials_that_recompute_as_the_spec_does(
     assert e.peak_reserved_bytes == int(max(e.peak_allocated_bytes, replay))
     same = estimate(plain, BIG, history).calibration
     assert same is not None and same.reserve_calibrated
+
+
+def test_a_drawn_answer_far_off_is_checked_down_in_few_steps():
+    """Where the drawn steps were off by many samples (a kernel's temporaries that do not grow
+    with the batch), the check finds the largest batch that runs by doubling steps and
+    bisection: one sample at a time, a tiny model's search at a million samples never ended."""
+    from advisor.estimation.estimator import _largest_run_below
+
+    tried: list[int] = []
+
+    def runs(batch: int) -> bool:
+        tried.append(batch)
+        return batch <= 999_000
+
+    assert _largest_run_below(1_000_000, 1, runs) == 999_000
+    assert len(tried) < 30
+    assert _largest_run_below(10, 2, lambda batch: False) == 2  # the smallest is not tried
+    assert _largest_run_below(10, 1, lambda batch: batch <= 9) == 9
