@@ -139,18 +139,38 @@ def device_batch(work: Workload, spec: TrialSpec, device: torch.device) -> Any:
 def checkpoint_blocks(model: nn.Module, block: str) -> None:
     """Recompute each module of class `block` in backward instead of keeping its activations."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointWrapper,
         apply_activation_checkpointing,
     )
 
     if not any(type(m).__name__ == block for m in model.modules()):
         raise WorkloadError(f"checkpointing: the model has no module of class {block!r}")
     apply_activation_checkpointing(model, check_fn=lambda m: type(m).__name__ == block)
+    for wrapper in model.modules():
+        if isinstance(wrapper, CheckpointWrapper):
+            _lists_kept_as_given(wrapper)
     config = getattr(model, "config", None)
     if config is not None and getattr(config, "use_cache", False):
         # No KV cache, as transformers' own gradient checkpointing sets it: the recompute would
         # append each block's keys and values to it a second time, and compiled, it fails on
         # the causal mask (experiments/2026-11-30-h200-compile-ckpt).
         config.use_cache = False
+
+
+def _lists_kept_as_given(wrapper: nn.Module) -> None:
+    """The recompute in backward calls the block again with the arguments its forward was
+    given. A list among them that the caller goes on appending to would hold more by then:
+    torchvision's DenseNet gives each layer the list of the features so far, then adds the
+    layer's own (checkpointed, the recompute took a concatenation 32 channels too wide). The
+    block is given a copy of each list it is called with: the same tensors, as they were."""
+    forward = wrapper.forward
+
+    def called(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(list(a) if isinstance(a, list) else a for a in args)
+        kwargs = {k: list(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+        return forward(*args, **kwargs)
+
+    wrapper.forward = called
 
 
 def set_precision_flags(precision: Precision) -> None:
