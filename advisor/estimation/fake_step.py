@@ -17,6 +17,10 @@ import functools
 import gc
 import json
 import math
+import os
+import pathlib
+import sys
+import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -49,6 +53,9 @@ CUDNN_UNMODELLED = (
     "cuDNN's convolution workspaces, but for a 16-bit 1-d convolution's (cuDNN picks its "
     "kernels on the GPU): they shape the device peak by a few percent"
 )
+# where an error in a step is not the model's own code
+TORCH_FOLDER = str(pathlib.Path(torch.__file__).parent) + os.sep
+ADVISOR_FOLDER = str(pathlib.Path(__file__).parents[1]) + os.sep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,9 +109,26 @@ def fake_step(spec: TrialSpec) -> FakeStep:
         raise
     except Exception as error:
         raise EstimateError(
-            f"{spec.model.name}: its step raised on fake tensors ({error_line(error)}); if it "
-            "runs on a GPU, measure it there instead (advisor run)"
+            f"{spec.model.name}: its step raised on fake tensors ({error_line(error)})"
+            f"{_where_in_the_model(error)}; if it runs on a GPU, measure it there instead "
+            "(advisor run)"
         ) from None
+
+
+def _where_in_the_model(error: BaseException) -> str:
+    """The innermost line of the model's own code (not torch's, not advisor's) that the error
+    passed through, as ", at FILE:LINE" (FILE relative to the import path it was found on), or
+    "" where there is none: where the step asked what fake tensors cannot say, such as a value
+    (wav2vec2's `labels.max() >= vocab_size`)."""
+    ours = (TORCH_FOLDER, ADVISOR_FOLDER, contextlib.__file__, functools.__file__)
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(ours)]  # fmt: skip
+    if not frames:
+        return ""
+    path = pathlib.Path(frames[-1].filename)
+    roots = [pathlib.Path(p) for p in sys.path if p]
+    shown = next((path.relative_to(r) for r in roots if path.is_relative_to(r)), path)
+    return f", at {shown}:{frames[-1].lineno}"
 
 
 @contextlib.contextmanager

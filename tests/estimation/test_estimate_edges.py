@@ -65,6 +65,11 @@ def test_a_step_fake_tensors_cannot_run_is_said_in_one_line(db_url):
     assert result.returncode == 1
     assert result.stderr.startswith("advisor: data_dependent: its step raised on fake tensors")
     assert "nonzero" in result.stderr and result.stderr.count("\n") == 1
+    # and where, in the model's own code: the line that asked for the values' count
+    asked = (
+        EDGES.read_text().splitlines().index("        return super().forward(x[x.sum(dim=1) > 0])")
+    )
+    assert f"estimate_edges.py:{asked + 1};" in result.stderr
 
 
 def test_draws_of_more_than_one_number_stay_fake():
