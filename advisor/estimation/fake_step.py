@@ -53,9 +53,14 @@ CUDNN_UNMODELLED = (
     "cuDNN's convolution workspaces, but for a 16-bit 1-d convolution's (cuDNN picks its "
     "kernels on the GPU): they shape the device peak by a few percent"
 )
-# where an error in a step is not the model's own code
-TORCH_FOLDER = str(pathlib.Path(torch.__file__).parent) + os.sep
-ADVISOR_FOLDER = str(pathlib.Path(__file__).parents[1]) + os.sep
+# Code an error in a step passes through that is not the model's: torch's, advisor's, and the
+# standard library's wrappers between them (contextlib's, functools')
+NOT_THE_MODELS = (
+    str(pathlib.Path(torch.__file__).parent) + os.sep,
+    str(pathlib.Path(__file__).parents[1]) + os.sep,  # advisor's
+    contextlib.__file__,
+    functools.__file__,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,18 +121,17 @@ def fake_step(spec: TrialSpec) -> FakeStep:
 
 
 def _where_in_the_model(error: BaseException) -> str:
-    """The innermost line of the model's own code (not torch's, not advisor's) that the error
-    passed through, as ", at FILE:LINE" (FILE relative to the import path it was found on), or
-    "" where there is none: where the step asked what fake tensors cannot say, such as a value
-    (wav2vec2's `labels.max() >= vocab_size`)."""
-    ours = (TORCH_FOLDER, ADVISOR_FOLDER, contextlib.__file__, functools.__file__)
+    """ ", at FILE:LINE", the innermost line of the model's own code that the error passed
+    through: where the step asked what fake tensors cannot say, such as a value (wav2vec2's
+    `labels.max() >= vocab_size`). FILE is relative to the import path it was found on (the
+    deepest, where several hold it). "" where no frame is the model's."""
     frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(ours)]  # fmt: skip
+              if not f.filename.startswith(NOT_THE_MODELS)]  # fmt: skip
     if not frames:
         return ""
     path = pathlib.Path(frames[-1].filename)
-    roots = [pathlib.Path(p) for p in sys.path if p]
-    shown = next((path.relative_to(r) for r in roots if path.is_relative_to(r)), path)
+    roots = [pathlib.Path(p) for p in sys.path if p and path.is_relative_to(p)]
+    shown = path.relative_to(max(roots, key=lambda r: len(r.parts))) if roots else path
     return f", at {shown}:{frames[-1].lineno}"
 
 

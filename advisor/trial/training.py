@@ -148,7 +148,7 @@ def checkpoint_blocks(model: nn.Module, block: str) -> None:
     apply_activation_checkpointing(model, check_fn=lambda m: type(m).__name__ == block)
     for wrapper in model.modules():
         if isinstance(wrapper, CheckpointWrapper):
-            _lists_kept_as_given(wrapper)
+            _copy_list_arguments(wrapper)
     config = getattr(model, "config", None)
     if config is not None and getattr(config, "use_cache", False):
         # No KV cache, as transformers' own gradient checkpointing sets it: the recompute would
@@ -157,7 +157,7 @@ def checkpoint_blocks(model: nn.Module, block: str) -> None:
         config.use_cache = False
 
 
-def _lists_kept_as_given(wrapper: nn.Module) -> None:
+def _copy_list_arguments(wrapper: nn.Module) -> None:
     """The recompute in backward calls the block again with the arguments its forward was
     given. A list among them that the caller goes on appending to would hold more by then:
     torchvision's DenseNet gives each layer the list of the features so far, then adds the
@@ -165,12 +165,12 @@ def _lists_kept_as_given(wrapper: nn.Module) -> None:
     block is given a copy of each list it is called with: the same tensors, as they were."""
     forward = wrapper.forward
 
-    def called(*args: Any, **kwargs: Any) -> Any:
+    def forward_on_copies(*args: Any, **kwargs: Any) -> Any:
         args = tuple(list(a) if isinstance(a, list) else a for a in args)
         kwargs = {k: list(v) if isinstance(v, list) else v for k, v in kwargs.items()}
         return forward(*args, **kwargs)
 
-    wrapper.forward = called
+    wrapper.forward = forward_on_copies
 
 
 def set_precision_flags(precision: Precision) -> None:

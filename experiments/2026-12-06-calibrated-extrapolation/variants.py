@@ -42,7 +42,9 @@ def device_peak(spec: advisor.TrialSpec, history: list[TrialResult]) -> int:
 
 
 def _batches(spec: advisor.TrialSpec, history: list[TrialResult]) -> list[int]:
-    """The batches of the alike trials whose reserve calibrates the spec's (as calibrate)."""
+    """The batches of the alike trials whose reserve calibrates the spec's: calibrate's
+    selection, less the filters no trial here meets (another job, a CPU trial, a cap, an
+    optimizer it does not know); all 52 are uncapped one-GPU CUDA trials of bundled optimizers."""
     measured = [r for r in history if r.spec.model.identity == spec.model.identity]
     alike = corr._most_alike(spec, measured)[:30]
     return [
