@@ -24,7 +24,9 @@ from typing import Any
 import pytest
 import torch
 from conftest import spec_of
+from dense_blocks import Dense, gradients
 from torch import nn
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
 from torch.nn import functional as F
 
 from advisor.emit import lines
@@ -130,8 +132,6 @@ def test_hf_arguments_train_a_transformers_model(tmp_path, monkeypatch):
 def test_hf_lines_say_what_its_arguments_cannot(tmp_path, monkeypatch):
     """A model outside transformers: its blocks are wrapped by the lines, NHWC by a line, and
     AdamW's foreach (not the Trainer's default on the CPU) goes to Trainer as the optimizer."""
-    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
-
     monkeypatch.chdir(tmp_path)
     spec = spec_of("model=tiny_cnn", "precision=fp32", "batch_size=2", "grad_accum=2",
                    "checkpointing=blocks", "channels_last=true", "optimizer=adamw")  # fmt: skip
@@ -392,6 +392,24 @@ def test_torch_lines_train_two_steps(overrides, monkeypatch):
     if spec.precision.value == "fp16":
         assert ran["scaler"].is_enabled() and ran["optimizer"].defaults["fused"]
         assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+
+
+def test_torch_lines_checkpoint_a_block_given_a_list_its_caller_appends_to():
+    """DenseNet's layers are given the list of the features so far, which their caller goes on
+    appending to: the emitted lines recompute each as it was called, as the trial does."""
+    spec = spec_of("model=tiny_cnn", "batch_size=4", "checkpointing=blocks", "optimizer=sgd")
+    spec = dataclasses.replace(spec, model=dataclasses.replace(spec.model, block="Layer"))
+    torch.manual_seed(0)
+    plain, model, x = Dense(), Dense(), torch.randn(4, 8)
+    model.load_state_dict(plain.state_dict())
+    ran = run_text(trainer_config(spec, "torch"), model=model, compute_loss=lambda m, b: m(b))
+    assert sum(isinstance(m, CheckpointWrapper) for m in model.modules()) == 3
+    for g, e in zip(gradients(model, x), gradients(plain, x), strict=True):
+        torch.testing.assert_close(g, e)
+    model.zero_grad()
+    before = snapshot(model)
+    ran["train_step"]([x])
+    assert all_moved(before, model)
 
 
 @pytest.mark.slow

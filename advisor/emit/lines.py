@@ -112,10 +112,24 @@ def model_lines(spec: TrialSpec, *, compile_model: bool = True) -> list[str]:
 
 
 def checkpointing_lines(spec: TrialSpec) -> list[str]:
-    """Each module of the workload's block class recomputed in backward, as the trial did."""
+    """Each module of the workload's block class recomputed in backward, as the trial did: by
+    torch's checkpoint, given a copy of each list the block is called with
+    (trial/training.py's checkpoint_on_copies, written out)."""
     lines = [
+        "",
+        "",
+        "def checkpoint_on_copies(block, *args, **kwargs):",
+        "    # a list the caller appends to after the call (DenseNet's) is recomputed as it was",
+        "    args = [list(a) if isinstance(a, list) else a for a in args]",
+        "    return checkpoint(block, *args, use_reentrant=False, **kwargs)",
+        "",
+        "",
         "apply_activation_checkpointing(  # recompute each block in backward",
-        f"    model, check_fn=lambda module: type(module).__name__ == {python(spec.model.block)}",
+        "    model,",
+        "    checkpoint_wrapper_fn=functools.partial(",
+        "        checkpoint_wrapper, checkpoint_fn=checkpoint_on_copies",
+        "    ),",
+        f"    check_fn=lambda module: type(module).__name__ == {python(spec.model.block)},",
         ")",
     ]
     if uses_transformers(spec):  # no KV cache while blocks are recomputed (trial/training.py)
@@ -130,10 +144,13 @@ def imports(
     drops `import torch` where no line uses it)."""
     found = ["import torch", *more]
     if checkpointing and spec.checkpointing is Checkpointing.blocks:
+        found.insert(0, "import functools")
         found += [
             "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (",
             "    apply_activation_checkpointing,",
+            "    checkpoint_wrapper,",
             ")",
+            "from torch.utils.checkpoint import checkpoint",
         ]
     module = optimizer_arguments(spec)[0].rpartition(".")[0]
     if optimizer and module and module.split(".")[0] != "torch":

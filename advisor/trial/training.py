@@ -17,6 +17,7 @@ import torch
 from hydra.utils import instantiate
 from torch import nn
 from torch.utils._pytree import tree_map
+from torch.utils.checkpoint import checkpoint
 
 from advisor import workload as workloads
 from advisor.errors import WorkloadError, error_line
@@ -139,16 +140,19 @@ def device_batch(work: Workload, spec: TrialSpec, device: torch.device) -> Any:
 def checkpoint_blocks(model: nn.Module, block: str) -> None:
     """Recompute each module of class `block` in backward instead of keeping its activations."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
-        CheckpointWrapper,
         apply_activation_checkpointing,
+        checkpoint_wrapper,
     )
 
     if not any(type(m).__name__ == block for m in model.modules()):
         raise WorkloadError(f"checkpointing: the model has no module of class {block!r}")
-    apply_activation_checkpointing(model, check_fn=lambda m: type(m).__name__ == block)
-    for wrapper in model.modules():
-        if isinstance(wrapper, CheckpointWrapper):
-            _copy_list_arguments(wrapper)
+    apply_activation_checkpointing(
+        model,
+        checkpoint_wrapper_fn=functools.partial(
+            checkpoint_wrapper, checkpoint_fn=checkpoint_on_copies
+        ),
+        check_fn=lambda m: type(m).__name__ == block,
+    )
     config = getattr(model, "config", None)
     if config is not None and getattr(config, "use_cache", False):
         # No KV cache, as transformers' own gradient checkpointing sets it: the recompute would
@@ -157,20 +161,15 @@ def checkpoint_blocks(model: nn.Module, block: str) -> None:
         config.use_cache = False
 
 
-def _copy_list_arguments(wrapper: nn.Module) -> None:
-    """The recompute in backward calls the block again with the arguments its forward was
-    given. A list among them that the caller goes on appending to would hold more by then:
-    torchvision's DenseNet gives each layer the list of the features so far, then adds the
-    layer's own (checkpointed, the recompute took a concatenation 32 channels too wide). The
-    block is given a copy of each list it is called with: the same tensors, as they were."""
-    forward = wrapper.forward
-
-    def forward_on_copies(*args: Any, **kwargs: Any) -> Any:
-        args = tuple(list(a) if isinstance(a, list) else a for a in args)
-        kwargs = {k: list(v) if isinstance(v, list) else v for k, v in kwargs.items()}
-        return forward(*args, **kwargs)
-
-    wrapper.forward = forward_on_copies
+def checkpoint_on_copies(block: nn.Module, *args: Any, **kwargs: Any) -> Any:
+    """torch's checkpoint (non-reentrant) of a block, given a copy of each list it is called
+    with. The recompute in backward calls the block again with the arguments its forward was
+    given, and a list that the caller goes on appending to would hold more by then: torchvision's
+    DenseNet gives each layer the list of the features so far, then adds the layer's own
+    (checkpointed as it was, the recompute took a concatenation 32 channels too wide). The copy
+    holds the same tensors, as they were. (emit/lines.py writes this function out.)"""
+    args = tuple(list(a) if isinstance(a, list) else a for a in args)
+    return checkpoint(block, *args, use_reentrant=False, **kwargs)
 
 
 def set_precision_flags(precision: Precision) -> None:
