@@ -5,6 +5,10 @@
 # (../2026-12-05-cuda-dropout/estimate.py: held-out, second and third sets; gpt2 left out for
 # time), before (build/before) and after (build/after) this folder's change, 5 processes each.
 #   bash experiments/2026-12-05-cudnn-workspaces/device.sh OUT
+# The two copies of the code, made here first and carried with .whl (carry: build, .whl):
+#   mkdir -p build/before build/after
+#   git archive e3c114f advisor conf db | tar -x -C build/before   # the last stop before it
+#   git archive HEAD advisor conf db | tar -x -C build/after
 set -u
 out=$1
 here=experiments/2026-12-05-cudnn-workspaces
