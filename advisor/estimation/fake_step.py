@@ -121,8 +121,8 @@ def fake_step(spec: TrialSpec) -> FakeStep:
 
 
 def _where_in_the_model(error: BaseException) -> str:
-    """ ", at FILE:LINE", the innermost line of the model's own code that the error passed
-    through: where the step asked what fake tensors cannot say, such as a value (wav2vec2's
+    """The innermost line of the model's own code that the error passed through, as ", at
+    FILE:LINE": where the step asked what fake tensors cannot say, such as a value (wav2vec2's
     `labels.max() >= vocab_size`). FILE is relative to the import path it was found on (the
     deepest, where several hold it). "" where no frame is the model's."""
     frames = [f for f in traceback.extract_tb(error.__traceback__)
