@@ -3,6 +3,12 @@ wrong and what to do; the command prints it without a traceback."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
+import pathlib
+import sys
+import traceback
 from typing import Any
 
 
@@ -62,3 +68,25 @@ def error_line(error: BaseException) -> str:
     """An exception in one line: its type and its message's first line."""
     said = first_line(error)
     return f"{type(error).__name__}: {said}" if str(error).strip() else said
+
+
+def where_in_the_users_code(error: BaseException) -> str:
+    """The innermost line of the user's own code that the error passed through, as ", at
+    FILE:LINE": where a workload's model asked what a fake step cannot say, such as a value
+    (wav2vec2's `labels.max() >= vocab_size`). Not the user's: torch's code, advisor's, and the
+    standard library's wrappers between them. FILE is relative to the import path it was found
+    on (the deepest, where several hold it). "" where no frame is the user's."""
+    torch = sys.modules.get("torch")  # (loaded, where an error passed through it)
+    folders = [pathlib.Path(__file__).parent]  # advisor's
+    if torch is not None and torch.__file__:
+        folders.append(pathlib.Path(torch.__file__).parent)
+    not_theirs = (*(f"{folder}{os.sep}" for folder in folders), contextlib.__file__,
+                  functools.__file__)  # fmt: skip
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(not_theirs)]  # fmt: skip
+    if not frames:
+        return ""
+    path = pathlib.Path(frames[-1].filename)
+    roots = [pathlib.Path(p) for p in sys.path if p and path.is_relative_to(p)]
+    shown = path.relative_to(max(roots, key=lambda r: len(r.parts))) if roots else path
+    return f", at {shown}:{frames[-1].lineno}"

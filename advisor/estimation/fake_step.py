@@ -17,10 +17,6 @@ import functools
 import gc
 import json
 import math
-import os
-import pathlib
-import sys
-import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -31,7 +27,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn.modules.conv import _ConvNd
 from torch.utils._pytree import tree_leaves
 
-from advisor.errors import AdvisorError, EstimateError, error_line
+from advisor.errors import AdvisorError, EstimateError, error_line, where_in_the_users_code
 from advisor.estimation import job_rank
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.compiled_step import compiled
@@ -52,14 +48,6 @@ TOP_MODULES = 10
 CUDNN_UNMODELLED = (
     "cuDNN's convolution workspaces, but for a 16-bit 1-d convolution's (cuDNN picks its "
     "kernels on the GPU): they shape the device peak by a few percent"
-)
-# Code an error in a step passes through that is not the model's: torch's, advisor's, and the
-# standard library's wrappers between them (contextlib's, functools')
-NOT_THE_MODELS = (
-    str(pathlib.Path(torch.__file__).parent) + os.sep,
-    str(pathlib.Path(__file__).parents[1]) + os.sep,  # advisor's
-    contextlib.__file__,
-    functools.__file__,
 )
 
 
@@ -115,24 +103,9 @@ def fake_step(spec: TrialSpec) -> FakeStep:
     except Exception as error:
         raise EstimateError(
             f"{spec.model.name}: its step raised on fake tensors ({error_line(error)})"
-            f"{_where_in_the_model(error)}; if it runs on a GPU, measure it there instead "
+            f"{where_in_the_users_code(error)}; if it runs on a GPU, measure it there instead "
             "(advisor run)"
         ) from None
-
-
-def _where_in_the_model(error: BaseException) -> str:
-    """The innermost line of the model's own code that the error passed through, as ", at
-    FILE:LINE": where the step asked what fake tensors cannot say, such as a value (wav2vec2's
-    `labels.max() >= vocab_size`). FILE is relative to the import path it was found on (the
-    deepest, where several hold it). "" where no frame is the model's."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(NOT_THE_MODELS)]  # fmt: skip
-    if not frames:
-        return ""
-    path = pathlib.Path(frames[-1].filename)
-    roots = [pathlib.Path(p) for p in sys.path if p and path.is_relative_to(p)]
-    shown = path.relative_to(max(roots, key=lambda r: len(r.parts))) if roots else path
-    return f", at {shown}:{frames[-1].lineno}"
 
 
 @contextlib.contextmanager
