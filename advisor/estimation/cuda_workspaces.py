@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from advisor.spec import Precision
+
 SIXTEEN_BITS = (torch.bfloat16, torch.float16)
 FUSED_ATTENTION_BACKWARD = {
     torch.ops.aten._scaled_dot_product_flash_attention_backward.default,
@@ -26,6 +28,7 @@ FUSED_ATTENTION_BACKWARD = {
 SUMS = {torch.ops.aten.sum.dim_IntList, torch.ops.aten.sum.default}
 PARTIAL_SUMS_IN_FP32 = (*SIXTEEN_BITS, torch.float32)  # (fp64's are fp64: not modelled)
 TRANSPOSE_WORKSPACE_EXTRA = 147  # bytes beyond the three tensors, in each of Whisper's
+PATCH_WORKSPACE_EXTRA = 400  # the same, in ViT-S's patch kernel's weight gradient
 
 # the reduction kernel's launch (aten/src/ATen/native/cuda/Reduce.cuh, setReduceConfig), on the
 # H100 and H200: 132 multiprocessors of 2048 threads. Another GPU's staging buffers scale with
@@ -34,8 +37,19 @@ MULTIPROCESSORS, THREADS_PER_MULTIPROCESSOR, WARP = 132, 2048, 32
 MAX_REDUCE_THREADS, MIN_VALUES_PER_THREAD, MAX_VALUES_PER_THREAD = 512, 16, 256
 
 
-def cuda_temporaries(func: Any, args: Sequence[Any], out: Any) -> list[list[int]]:
-    """The rounds of bytes an operator allocates and frees inside itself on CUDA."""
+def tf32_convolutions(precision: Precision) -> bool:
+    """Whether cuDNN runs fp32 convolutions in TF32 (trial/training.py sets it for tf32 and fp32;
+    the other precisions leave torch's default, on, or the workload's own setting)."""
+    return {Precision.tf32: True, Precision.fp32: False}.get(
+        precision, torch.backends.cudnn.allow_tf32
+    )
+
+
+def cuda_temporaries(
+    func: Any, args: Sequence[Any], out: Any, tf32_convolutions: bool = False
+) -> list[list[int]]:
+    """The rounds of bytes an operator allocates and frees inside itself on CUDA; fp32
+    convolutions as cuDNN runs them in TF32 where tf32_convolutions."""
     if func is torch.ops.aten._safe_softmax.default and args[0].dim():
         return [_row_check(args[0], args[1])]
     if func in SUMS and args[0].dtype in PARTIAL_SUMS_IN_FP32:
@@ -44,10 +58,16 @@ def cuda_temporaries(func: Any, args: Sequence[Any], out: Any) -> list[list[int]
     if func in FUSED_ATTENTION_BACKWARD and args[1].dtype in SIXTEEN_BITS:
         return [_attention_backward_workspace(q=args[1], k=args[2])]
     if func is torch.ops.aten.convolution.default:
-        return _cudnn_workspaces(args[0], args[1], out, runs=1)
+        x, w, stride, transposed = args[0], args[1], args[3], args[6]
+        if transposed or not _on_tensor_cores(x, tf32_convolutions):
+            return []
+        return _cudnn_workspaces(x, w, out, stride, runs=("forward",))
     if func is torch.ops.aten.convolution_backward.default:
-        grad, x, w, mask = args[0], args[1], args[2], args[-1]
-        return _cudnn_workspaces(x, w, grad, runs=sum(bool(m) for m in mask[:2]))
+        grad, x, w, stride, transposed, mask = args[0], args[1], args[2], args[4], args[7], args[-1]
+        runs = tuple(run for run, m in zip(("input", "weight"), mask[:2], strict=True) if m)
+        if transposed or not _on_tensor_cores(x, tf32_convolutions):
+            return []
+        return _cudnn_workspaces(x, w, grad, stride, runs)
     return []
 
 
@@ -67,20 +87,56 @@ def _attention_backward_workspace(q: torch.Tensor, k: torch.Tensor) -> list[int]
     return [q.numel() * 4 * (2 if grouped else 1) + rows * 4 + 256]
 
 
+def _on_tensor_cores(x: torch.Tensor, tf32_convolutions: bool) -> bool:
+    return x.dtype in SIXTEEN_BITS or (tf32_convolutions and x.dtype is torch.float32)
+
+
 def _cudnn_workspaces(
-    x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, runs: int
+    x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, stride: Sequence[int], runs: tuple[str, ...]
 ) -> list[list[int]]:
-    """cuDNN's 16-bit convolution kernels run in channels-last: for Whisper's conv1d (channels
-    first, as a 1-d convolution's input is) the kernel it picked transposed input, weight and
-    output into its workspace (their bytes and 147 more), one workspace a run: forward;
-    backward's input, then weight gradients. Only 1-d convolutions: for 2-d ones cuDNN picked
-    otherwise where seen (a ViT's patches: 3 KB forward, 490 MB backward), and taking the rule
-    to them moved resnet50's calibrated device peak by up to 8 points on the H200's accuracy
-    set (experiments/2026-12-05-cudnn-workspaces)."""
-    if x.dtype not in SIXTEEN_BITS or x.dim() != 3:
+    """cuDNN's tensor-core convolution kernels (16 bits, or TF32) run in channels-last. Where the
+    kernel it picked for a channels-first input transposed it, the workspace held input, weight
+    and output in channels-last (in 16 bits, the channels of input and weight padded to a
+    multiple of 8) plus a few bytes; one workspace a run (forward; backward's input, then
+    weight gradients). Seen to the byte in the H100's traces, for the kernels a shape alone
+    tells:
+    - a 1-d convolution (Whisper's conv1d): every run;
+    - a dense 2-d kernel wider than 1 that overlaps itself (resnet50's 3x3s and its 7x7 stem,
+      strided or not): every run, 147 bytes more; its weight's gradient sometimes took up to 4%
+      more than this;
+    - a strided 1x1 (resnet50's downsampling shortcuts): every run, input and output only (a
+      1x1's weight is the same in either layout), 147 bytes more; the weight's gradient took
+      2.4% more in the first stage, where the checkpointed resnet50's peak falls;
+    - a patch kernel, as wide as its stride (ViT-S's): the weight's gradient only, 400 bytes
+      more (Swin's and ConvNeXt's took 2-3% more); forward ran without transposing.
+    The same held in TF32 (a diffusion UNet's 3x3s, resnet50's strided 1x1s), where a forward
+    sometimes transposed input and weight only. cuDNN's choice for 1x1 kernels of stride 1,
+    grouped and depthwise ones varied with the shape where seen (resnet50's transposed in its
+    last stage only), and in strict fp32 it picks algorithms whose workspaces no shape rule
+    fits: those are not modelled (experiments/2026-12-05-cudnn-workspaces)."""
+    if x.dim() not in (3, 4):
         return []
-    transposed = (x.numel() + w.numel() + y.numel()) * x.element_size()
-    return [[transposed + TRANSPOSE_WORKSPACE_EXTRA]] * runs
+    if x.dim() == 3:
+        size = (x.numel() + w.numel() + y.numel()) * x.element_size()
+        return [[size + TRANSPOSE_WORKSPACE_EXTRA]] * len(runs)
+    kernel = tuple(w.shape[2:])
+    channels_last = x.is_contiguous(memory_format=torch.channels_last) and x.size(1) > 1
+    pointwise = kernel == (1, 1)
+    if channels_last or w.size(1) != x.size(1) or (pointwise and max(stride) == 1):
+        return []  # already channels-last; grouped; or a 1x1 of stride 1: not modelled
+    weight = 0 if pointwise else _padded(w, w.size(1))  # a 1x1's is the same in either layout
+    transposed = (_padded(x, x.size(1)) + weight + y.numel()) * x.element_size()
+    if not pointwise and all(k == s for k, s in zip(kernel, stride, strict=True)):
+        return [[transposed + PATCH_WORKSPACE_EXTRA]] if "weight" in runs else []
+    return [[transposed + TRANSPOSE_WORKSPACE_EXTRA]] * len(runs)
+
+
+def _padded(t: torch.Tensor, channels: int) -> int:
+    """Elements of t with its channels (dimension 1) padded to a multiple of 8 in 16 bits (a
+    resnet50's and a ViT's 3 colour channels); TF32's were seen unpadded."""
+    if t.dtype not in SIXTEEN_BITS:
+        return t.numel()
+    return t.numel() // channels * -(-channels // 8) * 8
 
 
 def _reduction_staging(x: torch.Tensor, dims: Sequence[int] | None) -> list[int]:

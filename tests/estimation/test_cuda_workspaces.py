@@ -31,41 +31,67 @@ def test_the_math_paths_softmax_counts_its_row_check():
         assert counter.peak >= 4 * matrix * 2 + matrix + matrix // tokens
 
 
+def _convolution_workspaces(precision: str, layout: str) -> list[int]:
+    """The workspaces a 16-bit convolution's forward and backward counted, in order; each must
+    be freed at once, before anything else is allocated."""
+    batch, channels = 4, 64
+    with counted(precision) as counter:
+        if layout == "1d":
+            w = torch.randn(channels, channels, 3, requires_grad=True)
+            x = torch.randn(batch, channels, 1024, requires_grad=True)
+            y = F.conv1d(x, w, padding=1)
+        elif layout == "channels_last":
+            last = torch.channels_last
+            w = torch.randn(channels, channels, 3, 3).to(memory_format=last).requires_grad_()
+            x = torch.randn(batch, channels, 32, 32).to(memory_format=last).requires_grad_()
+            y = F.conv2d(x, w, padding=1)
+        elif layout == "patch":  # a ViT's: 3 channels, 16x16 patches, the image needs no grad
+            w = torch.randn(channels, 3, 16, 16, requires_grad=True)
+            y = F.conv2d(torch.randn(batch, 3, 64, 64), w, stride=16)
+        else:
+            kernel, stride, groups = {
+                "2d": (3, 1, 1),
+                "strided 1x1": (1, 2, 1),
+                "1x1": (1, 1, 1),
+                "depthwise": (3, 1, channels),
+            }[layout]
+            w = torch.randn(channels, channels // groups, kernel, kernel, requires_grad=True)
+            x = torch.randn(batch, channels, 32, 32, requires_grad=True)
+            y = F.conv2d(x, w, stride=stride, padding=kernel // 2, groups=groups)
+        y.float().sum().backward()
+        trace = counter.trace
+        big = [i for i in range(len(trace) - 1) if trace[i][1] > 100_000]
+        workspaces = [i for i in big if trace[i + 1] == (trace[i][0], -1)]  # freed at once
+        return [trace[i][1] for i in workspaces]
+
+
 def test_a_16_bit_convolution_not_in_channels_last_counts_cudnns_transposing_workspace():
-    """cuDNN's 16-bit kernels run in channels-last: on Whisper's conv1d in bf16 the H100's trace
-    held a workspace of input + weight + output bytes in forward, then one in backward for the
-    input's gradient and one for the weight's, each freed before the next (3.3% of its device
-    peak). Not for 2-d convolutions, where cuDNN was seen to pick otherwise, nor in fp32."""
-    batch, channels, length = 4, 64, 1024
-    x_bytes, w_bytes = batch * channels * length * 2, channels * channels * 3 * 2
-    workspace = x_bytes + w_bytes + x_bytes + 147  # padding 1 keeps the length
+    """cuDNN's 16-bit kernels run in channels-last. Where the kernel it picked for a
+    channels-first input transposed it, the H100's traces held a workspace of input + weight +
+    output bytes, the channels padded to a multiple of 8, plus a few bytes: in each run
+    (forward, backward's input and weight gradients) for Whisper's conv1d and resnet50's 3x3s,
+    and for resnet50's strided 1x1s, less the weight; in the weight's gradient only for ViT-S's
+    patches. The same in TF32 (torch's default for cuDNN), its channels unpadded. Not for a
+    channels-last input, nor for the 1x1s of stride 1 and the grouped kernels whose choice
+    varied, nor in strict fp32."""
+    x, w = 4 * 64 * 32 * 32 * 2, 64 * 64 * 9 * 2
+    patch = 4 * 8 * 64 * 64 * 2 + 64 * 8 * 16 * 16 * 2 + 4 * 64 * 4 * 4 * 2  # 3 channels as 8
     for precision, layout, expected in (
-        ("bf16", "1d", 3),
-        ("bf16", "channels_last", 0),
-        ("bf16", "2d", 0),
-        ("fp32", "1d", 0),
+        ("bf16", "1d", [4 * 64 * 1024 * 2 * 2 + 64 * 64 * 3 * 2 + 147] * 3),
+        ("bf16", "2d", [x + w + x + 147] * 3),
+        ("fp16", "2d", [x + w + x + 147] * 3),
+        ("bf16", "strided 1x1", [x + x // 4 + 147] * 3),  # a 1x1's weight needs no transposing
+        ("bf16", "patch", [patch + 400]),
+        ("bf16", "channels_last", []),
+        ("bf16", "1x1", []),
+        ("bf16", "depthwise", []),
+        ("tf32", "2d", [(x + w + x) * 2 + 147] * 3),  # TF32: 4 bytes an element
+        ("default", "2d", [(x + w + x) * 2 + 147] * 3),  # torch's default: cuDNN in TF32
+        ("tf32", "patch", [(patch - 4 * 5 * 64 * 64 * 2 - 64 * 5 * 16 * 16 * 2) * 2 + 400]),
+        ("fp32", "1d", []),  # strict fp32: cuDNN's own algorithms
+        ("fp32", "2d", []),
     ):
-        with counted(precision) as counter:
-            if layout == "1d":
-                w = torch.randn(channels, channels, 3, requires_grad=True)
-                x = torch.randn(batch, channels, length, requires_grad=True)
-                y = F.conv1d(x, w, padding=1)
-            elif layout == "2d":
-                w = torch.randn(channels, channels, 3, 3, requires_grad=True)
-                x = torch.randn(batch, channels, 32, 32, requires_grad=True)
-                y = F.conv2d(x, w, padding=1)
-            else:
-                last = torch.channels_last
-                w = torch.randn(channels, channels, 3, 3).to(memory_format=last).requires_grad_()
-                x = torch.randn(batch, channels, 32, 32).to(memory_format=last).requires_grad_()
-                y = F.conv2d(x, w, padding=1)
-            y.float().sum().backward()
-            allocated = [n for _, n in counter.trace if n > 0]
-            assert allocated.count(workspace) == expected, (precision, layout)
-            if expected:
-                at = [i for i, (_, n) in enumerate(counter.trace) if n == workspace]
-                freed = [counter.trace[i + 1] for i in at]  # at once, before anything else
-                assert freed == [(counter.trace[i][0], -1) for i in at]
+        assert _convolution_workspaces(precision, layout) == expected, (precision, layout)
 
 
 def test_a_bias_gradient_summed_over_many_rows_counts_the_reduction_kernels_partial_sums():
