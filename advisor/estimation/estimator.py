@@ -21,7 +21,13 @@ from advisor import gpus
 from advisor.errors import EstimateError
 from advisor.estimation.allocator import ReplayOutOfMemory
 from advisor.estimation.corrections import Calibration, Corrections
-from advisor.estimation.fake_step import FakeStep, fake_step, replayed_reserved, step_between
+from advisor.estimation.fake_step import (
+    CUDNN_UNMODELLED,
+    FakeStep,
+    fake_step,
+    replayed_reserved,
+    step_between,
+)
 from advisor.estimation.memory_line import fit
 from advisor.estimation.meta_model import meta_model_of
 from advisor.result import Category, TrialResult
@@ -29,17 +35,26 @@ from advisor.spec import Device, TrialSpec
 from advisor.target import Target
 
 # How far the truth was from the estimate's device peak where it was checked (true = estimate x
-# (1 + e)): uncalibrated, on 49 specs of 24 public models it had never run, e from -4.8%
-# (EfficientNetV2 checkpointed) to +3.8% (ViT checkpointed: cuDNN's workspace for its patches),
+# (1 + e)): uncalibrated, on 49 specs of 24 public models it had never run, e from -4.9%
+# (EfficientNetV2 checkpointed) to +3.1% (RegNet in channels-last bf16: cuDNN's workspaces),
 # after dropout and masks were emulated as CUDA runs them, the allocator's ties fall as on the
-# GPU and the kernels' own temporaries are made (experiments/2026-12-05-cudnn-workspaces, torch
-# 2.14; before, -11.8% for T5 in fp32: the lower side is kept there); calibrated leave one out
-# on the catalog's eager specs, e from -6.5% to +3.6% (both resnet50 fp16 checkpointed;
-# experiments/2026-12-05-cudnn-workspaces), and compiled in 16 bits up to +12.7% (gpt2 b32,
-# within COMPILED_ABOVE; experiments/2026-12-05-gpt2-calibrated). The fit verdict takes the
-# upper side, so that "fits" is not said of a setting that, by that record, may not.
+# GPU and the kernels' own temporaries are made (experiments/2026-12-06-cudnn-2d-workspaces,
+# torch 2.11; before, -11.8% for T5 in fp32: the lower side is kept there); calibrated leave one
+# out on the catalog's eager specs, e from -5.9% (resnet50 fp32 b64) to +3.6% (resnet50 fp16
+# checkpointed; experiments/2026-12-06-cudnn-2d-workspaces), and compiled in 16 bits up to
+# +12.7% (gpt2 b32, within COMPILED_ABOVE; experiments/2026-12-05-gpt2-calibrated). The fit
+# verdict takes the upper side, so that "fits" is not said of a setting that, by that record,
+# may not.
 UNCALIBRATED_RANGE = (-0.12, 0.05)
 CALIBRATED_RANGE = (-0.07, 0.06)
+# A net with convolutions, uncalibrated, was further above: cuDNN's workspaces beyond the rules
+# a shape tells (cuda_workspaces.py) shape its reserve. Up to 25.3% on the catalog's resnet50
+# (fp32 checkpointed b256, channels-first: no rule in strict fp32) and 10.1% on a VGG11 no set
+# had measured (experiments/2026-12-06-cudnn-2d-workspaces). The device peak's range says so;
+# the fit verdict keeps its own record, the allocator replayed under the cap, where the cache
+# is given back (its upper side's largest batch was at or under the truth on all 12 bisected:
+# experiments/2026-12-03-h200-largest-batch).
+CONVOLUTIONS_ABOVE = 0.26
 # Compiled, estimated with the torch the H200 ran (2.11) on 43 compiled specs, graph-broken ones
 # among them, the device peak was up to 13.4% above the estimate (a DDPM UNet) and the peak
 # allocated up to 3.7% (experiments/2026-12-03-compiled-estimate-same-torch). The estimate
@@ -191,6 +206,8 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     sure = largest_batch(spec, target, corrections, above=high, checked=False)
     if sure is not None and largest is not None:
         sure = min(sure, largest)  # (the upper side's answer is not checked by a step of its own)
+    if CUDNN_UNMODELLED in step.unmodelled and not corrections.calibration and high > 0:
+        high = max(high, CONVOLUTIONS_ABOVE)  # the range's, not the verdict's (above)
     return Estimate(
         spec, target, step, corrections.context, corrections.factor, peak, reserved,
         reserved + corrections.context, largest, corrections.calibration, (low, high), sure,
