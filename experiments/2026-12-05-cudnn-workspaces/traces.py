@@ -1,6 +1,8 @@
 """What the kernels' own temporaries do to the reserve, read from the H100's real allocation
 traces (../2026-12-05-h200-allocator-trace/raw/trace.tar, unpacked: TRACE_DIR/trace/...):
     python traces.py drop TRACE_DIR     # each kind of temporary left out, the trace replayed
+    python traces.py drop-steady DIR    # the same, the first step's plan probe always left out
+                                        # (DIR/trace/: raw/device/snapshots.tar's snapshots)
     python traces.py scale TRACE_DIR    # cuDNN's convolution workspaces scaled, replayed
     python traces.py sizes TRACE_DIR    # each kind's sizes, most common first
 Replayed through advisor's model of the caching allocator (internal API on purpose: the
@@ -66,6 +68,20 @@ def drop(folder: Path) -> None:
         print(f"| {name} | " + " | ".join(f"{c / measured - 1:+.1%}" for c in cells) + " |")
 
 
+def drop_steady(folder: Path) -> None:
+    """As drop, the first step's plan probe left out of every replay: the steady figure it is
+    compared with leaves the first step out."""
+    probe = "cuDNN plan probe (first step)"
+    others = [k for k in KINDS.values() if k != probe]
+    print("| spec | real trace | " + " | ".join(f"without {k}" for k in others)
+          + " |\n|---|" + "---:|" * (len(others) + 1))  # fmt: skip
+    for name, events, measured in traces(folder):
+        cells = [replay(events, lambda e: 0 if kind(e) == probe else e["size"])]
+        for k in others:
+            cells.append(replay(events, lambda e, k=k: 0 if kind(e) in (k, probe) else e["size"]))
+        print(f"| {name} | " + " | ".join(f"{c / measured - 1:+.1%}" for c in cells) + " |")
+
+
 def scale(folder: Path) -> None:
     factors = (0, 0.25, 0.5, 0.75, 1, 1.5, 2, 3)
     print("| spec | " + " | ".join(f"x{f}" for f in factors) + " |\n|---|" + "---:|" * len(factors))
@@ -89,4 +105,5 @@ def sizes(folder: Path) -> None:
 
 
 if __name__ == "__main__":
-    {"drop": drop, "scale": scale, "sizes": sizes}[sys.argv[1]](Path(sys.argv[2]))
+    commands = {"drop": drop, "drop-steady": drop_steady, "scale": scale, "sizes": sizes}
+    commands[sys.argv[1]](Path(sys.argv[2]))
