@@ -27,6 +27,12 @@ class Precision(enum.Enum):
     bf16 = "bf16"  # autocast to bfloat16
     fp16 = "fp16"  # autocast to float16 with a GradScaler
 
+    @property
+    def cudnn_tf32(self) -> bool:
+        """Whether cuDNN runs fp32 convolutions in TF32: off only for strict fp32 (torch's
+        default, which the other precisions leave, has it on)."""
+        return self is not Precision.fp32
+
 
 class Checkpointing(enum.Enum):
     """Activation checkpointing: none, or recompute each block of the model in backward."""

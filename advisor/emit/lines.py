@@ -65,9 +65,7 @@ def tf32_lines(precision: Precision) -> list[str]:
     every torch reads alike (tests/test_emit.py tries each order of the two APIs)."""
     import torch
 
-    matmul, conv = {Precision.tf32: (True, True), Precision.fp32: (False, False)}.get(
-        precision, (False, True)
-    )
+    matmul, conv = precision is Precision.tf32, precision.cudnn_tf32
     generic = ['torch.backends.fp32_precision = "ieee"  # (torch 2.9\'s: each below decides)']
     return [
         *(generic if hasattr(torch.backends, "fp32_precision") else []),

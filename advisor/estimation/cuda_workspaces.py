@@ -6,8 +6,9 @@ reserve 6.3% smaller for Whisper in bf16 (cuDNN's convolution workspaces) and 8.
 checkpointed ViT (those, attention's and the reductions'). Each size below is one seen to the
 byte in those traces; where a kernel's choice is cuDNN's own, it is said.
 
-cuda_temporaries(func, args, out): rounds of temporaries, each round's alive together and freed
-before the next (the counter under the fake step, storage_bytes.py, makes them).
+cuda_temporaries(func, args, out, tf32=...): rounds of temporaries, each round's alive together
+and freed before the next (the counter under the fake step, storage_bytes.py, makes them);
+tf32 says whether cuDNN runs fp32 convolutions in TF32 (Precision.cudnn_tf32).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-
-from advisor.spec import Precision
 
 SIXTEEN_BITS = (torch.bfloat16, torch.float16)
 FUSED_ATTENTION_BACKWARD = {
@@ -37,19 +36,9 @@ MULTIPROCESSORS, THREADS_PER_MULTIPROCESSOR, WARP = 132, 2048, 32
 MAX_REDUCE_THREADS, MIN_VALUES_PER_THREAD, MAX_VALUES_PER_THREAD = 512, 16, 256
 
 
-def tf32_convolutions(precision: Precision) -> bool:
-    """Whether cuDNN runs fp32 convolutions in TF32 (trial/training.py sets it for tf32 and fp32;
-    the other precisions leave torch's default, on, or the workload's own setting)."""
-    return {Precision.tf32: True, Precision.fp32: False}.get(
-        precision, torch.backends.cudnn.allow_tf32
-    )
-
-
-def cuda_temporaries(
-    func: Any, args: Sequence[Any], out: Any, tf32_convolutions: bool = False
-) -> list[list[int]]:
+def cuda_temporaries(func: Any, args: Sequence[Any], out: Any, *, tf32: bool) -> list[list[int]]:
     """The rounds of bytes an operator allocates and frees inside itself on CUDA; fp32
-    convolutions as cuDNN runs them in TF32 where tf32_convolutions."""
+    convolutions as cuDNN runs them in TF32 where tf32 (Precision.cudnn_tf32)."""
     if func is torch.ops.aten._safe_softmax.default and args[0].dim():
         return [_row_check(args[0], args[1])]
     if func in SUMS and args[0].dtype in PARTIAL_SUMS_IN_FP32:
@@ -59,15 +48,11 @@ def cuda_temporaries(
         return [_attention_backward_workspace(q=args[1], k=args[2])]
     if func is torch.ops.aten.convolution.default:
         x, w, stride, transposed = args[0], args[1], args[3], args[6]
-        if transposed or not _on_tensor_cores(x, tf32_convolutions):
-            return []
-        return _cudnn_workspaces(x, w, out, stride, runs=("forward",))
+        return _cudnn_workspaces(x, w, out, stride, transposed, tf32, runs=("forward",))
     if func is torch.ops.aten.convolution_backward.default:
         grad, x, w, stride, transposed, mask = args[0], args[1], args[2], args[4], args[7], args[-1]
         runs = tuple(run for run, m in zip(("input", "weight"), mask[:2], strict=True) if m)
-        if transposed or not _on_tensor_cores(x, tf32_convolutions):
-            return []
-        return _cudnn_workspaces(x, w, grad, stride, runs)
+        return _cudnn_workspaces(x, w, grad, stride, transposed, tf32, runs)
     return []
 
 
@@ -87,12 +72,14 @@ def _attention_backward_workspace(q: torch.Tensor, k: torch.Tensor) -> list[int]
     return [q.numel() * 4 * (2 if grouped else 1) + rows * 4 + 256]
 
 
-def _on_tensor_cores(x: torch.Tensor, tf32_convolutions: bool) -> bool:
-    return x.dtype in SIXTEEN_BITS or (tf32_convolutions and x.dtype is torch.float32)
-
-
 def _cudnn_workspaces(
-    x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, stride: Sequence[int], runs: tuple[str, ...]
+    x: torch.Tensor,
+    w: torch.Tensor,
+    y: torch.Tensor,
+    stride: Sequence[int],
+    transposed: bool,
+    tf32: bool,
+    runs: tuple[str, ...],
 ) -> list[list[int]]:
     """cuDNN's tensor-core convolution kernels (16 bits, or TF32) run in channels-last. Where the
     kernel it picked for a channels-first input transposed it, the workspace held input, weight
@@ -100,7 +87,7 @@ def _cudnn_workspaces(
     multiple of 8) plus a few bytes; one workspace a run (forward; backward's input, then
     weight gradients). Seen to the byte in the H100's traces, for the kernels a shape alone
     tells:
-    - a 1-d convolution (Whisper's conv1d): every run;
+    - a 1-d convolution (Whisper's conv1d, in bf16; its TF32 run was not traced): every run;
     - a dense 2-d kernel wider than 1 that overlaps itself (resnet50's 3x3s and its 7x7 stem,
       strided or not): every run, 147 bytes more; its weight's gradient sometimes took up to 4%
       more than this;
@@ -113,22 +100,26 @@ def _cudnn_workspaces(
     sometimes transposed input and weight only. cuDNN's choice for 1x1 kernels of stride 1,
     grouped and depthwise ones varied with the shape where seen (resnet50's transposed in its
     last stage only), and in strict fp32 it picks algorithms whose workspaces no shape rule
-    fits: those are not modelled (experiments/2026-12-05-cudnn-workspaces)."""
-    if x.dim() not in (3, 4):
-        return []
-    if x.dim() == 3:
+    fits: those are not modelled (experiments/2026-12-06-cudnn-2d-workspaces)."""
+    sixteen_bits = x.dtype in SIXTEEN_BITS
+    if transposed or not (sixteen_bits or (tf32 and x.dtype is torch.float32)):
+        return []  # a transposed convolution's kernels were not traced; strict fp32: no rule
+    if x.dim() == 3 and sixteen_bits:
         size = (x.numel() + w.numel() + y.numel()) * x.element_size()
         return [[size + TRANSPOSE_WORKSPACE_EXTRA]] * len(runs)
+    if x.dim() != 4:
+        return []
     kernel = tuple(w.shape[2:])
+    # (one channel is contiguous in either layout: such an input is channels-first here)
     channels_last = x.is_contiguous(memory_format=torch.channels_last) and x.size(1) > 1
     pointwise = kernel == (1, 1)
     if channels_last or w.size(1) != x.size(1) or (pointwise and max(stride) == 1):
         return []  # already channels-last; grouped; or a 1x1 of stride 1: not modelled
     weight = 0 if pointwise else _padded(w, w.size(1))  # a 1x1's is the same in either layout
-    transposed = (_padded(x, x.size(1)) + weight + y.numel()) * x.element_size()
+    size = (_padded(x, x.size(1)) + weight + y.numel()) * x.element_size()
     if not pointwise and all(k == s for k, s in zip(kernel, stride, strict=True)):
-        return [[transposed + PATCH_WORKSPACE_EXTRA]] if "weight" in runs else []
-    return [[transposed + TRANSPOSE_WORKSPACE_EXTRA]] * len(runs)
+        return [[size + PATCH_WORKSPACE_EXTRA]] if "weight" in runs else []
+    return [[size + TRANSPOSE_WORKSPACE_EXTRA]] * len(runs)
 
 
 def _padded(t: torch.Tensor, channels: int) -> int:

@@ -32,7 +32,7 @@ from advisor.estimation import job_rank
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.compiled_step import compiled
 from advisor.estimation.cuda_emulation import step_precision
-from advisor.estimation.cuda_workspaces import cuda_temporaries, tf32_convolutions
+from advisor.estimation.cuda_workspaces import cuda_temporaries
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
@@ -45,10 +45,10 @@ TOP_MODULES = 10
 # cuDNN picks each convolution's kernel, and its workspace, on the GPU by its own heuristics;
 # the kernels a shape tells are modelled (cuda_workspaces.py). Left out of the H100's traces,
 # the workspaces took 7.6% off RegNet's reserve in channels-last bf16, 6.3% off Whisper's in
-# bf16 and 11.2% off a checkpointed resnet50's in strict fp32.
+# bf16 and 11.2% off a checkpointed resnet50's in strict fp32 (estimator.CONVOLUTIONS_ABOVE).
 CUDNN_UNMODELLED = (
     "cuDNN's convolution workspaces but for the kernels a shape tells (cuDNN picks its "
-    "kernels on the GPU): they shape the device peak by a few percent"
+    "kernels on the GPU): a resnet50 in strict fp32 needed up to 25% more device memory"
 )
 
 
@@ -77,6 +77,8 @@ class FakeStep:
     # no GPU has; each failed request makes the allocator give back its free segments (seen in
     # the H200's traces of resnet50 and vit_b_16, never in gpt2's)
     first_step_releases_cache: bool = False
+    # the model has convolutions, whose kernels and workspaces cuDNN picks on the GPU
+    convolutions: bool = False
     # what the step could not run as CUDA would, in words (an attention kernel not probed)
     unmodelled: tuple[str, ...] = ()
     compiled_graphs: int = 0  # compiled: the forward graphs dynamo made (more: graph breaks)
@@ -127,9 +129,7 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def _run_fake_step(spec: TrialSpec) -> FakeStep:
     gpu = spec.device is Device.cuda
-    temporaries = functools.partial(
-        cuda_temporaries, tf32_convolutions=tf32_convolutions(spec.precision)
-    )
+    temporaries = functools.partial(cuda_temporaries, tf32=spec.precision.cudnn_tf32)
     counter = StorageBytes(BLOCK, temporaries) if gpu else StorageBytes(1)
     cpu = torch.device("cpu")
     work = workload_of(spec.model)
@@ -221,6 +221,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         state_ratio=state_ratio,
         update_ratio=update_ratio,
         first_step_releases_cache=has_convolutions,
+        convolutions=has_convolutions,
         unmodelled=tuple(sorted(unmodelled)),
         compiled_graphs=len(graphs),
         ddp_buckets_bytes=counter.bytes_of(buckets),

@@ -15,7 +15,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn import functional as F
 
 from advisor.estimation.cuda_emulation import step_precision
-from advisor.estimation.cuda_workspaces import cuda_temporaries, tf32_convolutions
+from advisor.estimation.cuda_workspaces import cuda_temporaries
 from advisor.estimation.storage_bytes import StorageBytes
 
 MiB = 2**20
@@ -24,8 +24,8 @@ MiB = 2**20
 @contextlib.contextmanager
 def counted(precision: str, unmodelled: set[str] | None = None) -> Iterator[StorageBytes]:
     spec = spec_of("model=tiny_mlp", "device=cuda", f"precision={precision}")
-    tf32 = tf32_convolutions(spec.precision)
-    counter = StorageBytes(512, functools.partial(cuda_temporaries, tf32_convolutions=tf32))
+    tf32 = spec.precision.cudnn_tf32
+    counter = StorageBytes(512, functools.partial(cuda_temporaries, tf32=tf32))
     with (
         FakeTensorMode(),
         counter,

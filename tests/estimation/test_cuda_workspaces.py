@@ -32,8 +32,8 @@ def test_the_math_paths_softmax_counts_its_row_check():
 
 
 def _convolution_workspaces(precision: str, layout: str) -> list[int]:
-    """The workspaces a 16-bit convolution's forward and backward counted, in order; each must
-    be freed at once, before anything else is allocated."""
+    """The workspaces a convolution's forward and backward counted in a precision, in order:
+    each freed at once, before anything else is allocated."""
     batch, channels = 4, 64
     with counted(precision) as counter:
         if layout == "1d":
@@ -65,7 +65,7 @@ def _convolution_workspaces(precision: str, layout: str) -> list[int]:
         return [trace[i][1] for i in workspaces]
 
 
-def test_a_16_bit_convolution_not_in_channels_last_counts_cudnns_transposing_workspace():
+def test_a_tensor_core_convolution_not_in_channels_last_counts_cudnns_transposing_workspace():
     """cuDNN's 16-bit kernels run in channels-last. Where the kernel it picked for a
     channels-first input transposed it, the H100's traces held a workspace of input + weight +
     output bytes, the channels padded to a multiple of 8, plus a few bytes: in each run
@@ -87,7 +87,8 @@ def test_a_16_bit_convolution_not_in_channels_last_counts_cudnns_transposing_wor
         ("bf16", "depthwise", []),
         ("tf32", "2d", [(x + w + x) * 2 + 147] * 3),  # TF32: 4 bytes an element
         ("default", "2d", [(x + w + x) * 2 + 147] * 3),  # torch's default: cuDNN in TF32
-        ("tf32", "patch", [(patch - 4 * 5 * 64 * 64 * 2 - 64 * 5 * 16 * 16 * 2) * 2 + 400]),
+        ("tf32", "patch", [(4 * 3 * 64 * 64 + 64 * 3 * 16 * 16 + 4 * 64 * 4 * 4) * 4 + 400]),
+        ("tf32", "1d", []),  # a 1-d convolution was traced in 16 bits only
         ("fp32", "1d", []),  # strict fp32: cuDNN's own algorithms
         ("fp32", "2d", []),
     ):
