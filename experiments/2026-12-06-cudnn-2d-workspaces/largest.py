@@ -1,9 +1,10 @@
-"""Is "fits" still said only of what fits, where the device peak was most under (VGG, about 10%)?
+"""Is "fits" still said only of what fits, where the device peak was most under (VGG11, about
+10%; the catalog's resnet50 fp32 checkpointed, 20% at b256)?
 The largest batch within a budget: estimated on the CPU (public API, an empty database; the
 budget as the card's memory, no margin), and found on the GPU by bisection with `advisor run`
 under an allocator cap of the budget less the CUDA context measured for the model.
 
-    python largest.py estimate OUT.jsonl          # each line of BUDGETS
+    python largest.py estimate OUT.jsonl [INDEX]  # each line of BUDGETS, or the one at INDEX
     python largest.py bisect LINE OUT.jsonl DEADLINE_S   # LINE: index into BUDGETS
 """
 
@@ -24,16 +25,18 @@ GIB = 2**30
 BUDGETS = [
     ("vgg11_bn", 16, ["precision=bf16"], 796917760),
     ("vgg11_bn", 16, ["precision=default"], 799014912),
+    ("resnet50", 16, ["precision=fp32", "checkpointing=blocks"], 799014912),  # the catalog's
 ]
 
 
 def source(name: str) -> str:
-    return f"workload={HERE / 'workloads.py'}:{name}"
+    return "model=resnet50" if name == "resnet50" else f"workload={HERE / 'workloads.py'}:{name}"
 
 
-def estimate(out: str) -> None:
+def estimate(out: str, only: int | None) -> None:
+    chosen = BUDGETS if only is None else [BUDGETS[only]]
     with tempfile.TemporaryDirectory() as empty, open(out, "a") as sink:
-        for name, budget, settings, _ in BUDGETS:
+        for name, budget, settings, _ in chosen:
             e = advisor.estimate(overrides=[
                 source(name), *settings, "batch_size=64", "gpu=h100_80gb",
                 f"gpu.memory={budget}GiB", "margin=0", f"db_url=sqlite:///{empty}/e.sqlite",
@@ -63,8 +66,8 @@ def bisect(index: int, out: str, deadline: float) -> None:
                 return None
             if batch not in ran:
                 t0 = time.monotonic()
-                result = advisor.run(source(name), overrides=[
-                    *settings, f"batch_size={batch}", f"memory_cap={cap}",
+                result = advisor.run(overrides=[
+                    source(name), *settings, f"batch_size={batch}", f"memory_cap={cap}",
                     "measure.min_timed_steps=3", "measure.max_timed_s=2",
                     f"db_url=sqlite:///{db}/truth.sqlite",
                 ])  # fmt: skip
@@ -91,6 +94,6 @@ def bisect(index: int, out: str, deadline: float) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "estimate":
-        estimate(sys.argv[2])
+        estimate(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None)
     else:
         bisect(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]))
