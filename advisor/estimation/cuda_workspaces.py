@@ -87,7 +87,8 @@ def _cudnn_workspaces(
     multiple of 8) plus a few bytes; one workspace a run (forward; backward's input, then
     weight gradients). Seen to the byte in the H100's traces, for the kernels a shape alone
     tells:
-    - a 1-d convolution (Whisper's conv1d, in bf16; its TF32 run was not traced): every run;
+    - a dense 1-d kernel wider than 1 (Whisper's conv1d, in bf16; its TF32 run was not
+      traced): every run;
     - a dense 2-d kernel wider than 1 that overlaps itself (resnet50's 3x3s and its 7x7 stem,
       strided or not): every run, 147 bytes more; its weight's gradient sometimes took up to 4%
       more than this;
@@ -104,12 +105,15 @@ def _cudnn_workspaces(
     sixteen_bits = x.dtype in SIXTEEN_BITS
     if transposed or not (sixteen_bits or (tf32 and x.dtype is torch.float32)):
         return []  # a transposed convolution's kernels were not traced; strict fp32: no rule
-    if x.dim() == 3 and sixteen_bits:
+    kernel = tuple(w.shape[2:])
+    dense = w.size(1) == x.size(1) and max(kernel) > 1
+    if x.dim() == 3:  # (a grouped, pointwise or transposed-in-memory conv1d was not traced)
+        if not (sixteen_bits and dense and x.is_contiguous()):
+            return []
         size = (x.numel() + w.numel() + y.numel()) * x.element_size()
         return [[size + TRANSPOSE_WORKSPACE_EXTRA]] * len(runs)
     if x.dim() != 4:
         return []
-    kernel = tuple(w.shape[2:])
     # (one channel is contiguous in either layout: such an input is channels-first here)
     channels_last = x.is_contiguous(memory_format=torch.channels_last) and x.size(1) > 1
     pointwise = kernel == (1, 1)

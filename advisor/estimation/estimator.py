@@ -46,8 +46,8 @@ CALIBRATED_RANGE = (-0.07, 0.06)
 # a shape tells (cuda_workspaces.py) shape its reserve. Up to 25.3% on the catalog's resnet50
 # (fp32 checkpointed b256, channels-first: no rule in strict fp32) and 10.1% on a VGG11 no set
 # had measured; and under a 16 GiB cap on an H100 the same resnet50 ran out of memory at the
-# batch 5% above had said fits (425; the estimate 436, the truth 421 to 424). So its range and
-# its verdict take this (experiments/2026-12-06-cudnn-2d-workspaces).
+# batch that 5% above had said fits (425; the estimate 436, the truth 421 to 424). So its range
+# and its verdict take this (experiments/2026-12-06-cudnn-2d-workspaces).
 CONVOLUTIONS_ABOVE = 0.26
 # Compiled, estimated with the torch the H200 ran (2.11) on 43 compiled specs, graph-broken ones
 # among them, the device peak was up to 13.4% above the estimate (a DDPM UNet) and the peak

@@ -48,7 +48,7 @@ TOP_MODULES = 10
 # bf16 and 11.2% off a checkpointed resnet50's in strict fp32 (estimator.CONVOLUTIONS_ABOVE).
 CUDNN_UNMODELLED = (
     "cuDNN's convolution workspaces but for the kernels a shape tells (cuDNN picks its "
-    "kernels on the GPU): a resnet50 in strict fp32 needed up to 25% more device memory"
+    "kernels on the GPU): a resnet50 in strict fp32 needed 25.3% more device memory"
 )
 
 
@@ -77,7 +77,8 @@ class FakeStep:
     # no GPU has; each failed request makes the allocator give back its free segments (seen in
     # the H200's traces of resnet50 and vit_b_16, never in gpt2's)
     first_step_releases_cache: bool = False
-    # the model has convolutions, whose kernels and workspaces cuDNN picks on the GPU
+    # on CUDA, the model has convolutions, whose kernels and workspaces cuDNN picks on the GPU
+    # (the same models as first_step_releases_cache, for another question: the estimate's range)
     convolutions: bool = False
     # what the step could not run as CUDA would, in words (an attention kernel not probed)
     unmodelled: tuple[str, ...] = ()

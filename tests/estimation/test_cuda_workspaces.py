@@ -45,6 +45,14 @@ def _convolution_workspaces(precision: str, layout: str) -> list[int]:
             w = torch.randn(channels, channels, 3, 3).to(memory_format=last).requires_grad_()
             x = torch.randn(batch, channels, 32, 32).to(memory_format=last).requires_grad_()
             y = F.conv2d(x, w, padding=1)
+        elif layout == "transposed":
+            w = torch.randn(channels, channels, 3, 3, requires_grad=True)
+            x = torch.randn(batch, channels, 32, 32, requires_grad=True)
+            y = F.conv_transpose2d(x, w, padding=1)
+        elif layout == "grouped 1d":  # Mamba's depthwise conv1d
+            w = torch.randn(channels, 1, 4, requires_grad=True)
+            x = torch.randn(batch, channels, 1024, requires_grad=True)
+            y = F.conv1d(x, w, padding=3, groups=channels)
         elif layout == "patch":  # a ViT's: 3 channels, 16x16 patches, the image needs no grad
             w = torch.randn(channels, 3, 16, 16, requires_grad=True)
             y = F.conv2d(torch.randn(batch, 3, 64, 64), w, stride=16)
@@ -66,14 +74,14 @@ def _convolution_workspaces(precision: str, layout: str) -> list[int]:
 
 
 def test_a_tensor_core_convolution_not_in_channels_last_counts_cudnns_transposing_workspace():
-    """cuDNN's 16-bit kernels run in channels-last. Where the kernel it picked for a
+    """cuDNN's tensor-core kernels run in channels-last. Where the kernel it picked for a
     channels-first input transposed it, the H100's traces held a workspace of input + weight +
     output bytes, the channels padded to a multiple of 8, plus a few bytes: in each run
     (forward, backward's input and weight gradients) for Whisper's conv1d and resnet50's 3x3s,
     and for resnet50's strided 1x1s, less the weight; in the weight's gradient only for ViT-S's
-    patches. The same in TF32 (torch's default for cuDNN), its channels unpadded. Not for a
-    channels-last input, nor for the 1x1s of stride 1 and the grouped kernels whose choice
-    varied, nor in strict fp32."""
+    patches. The same in TF32 (torch's default for cuDNN) for 2-d kernels, the channels
+    unpadded (the 1-d was traced in 16 bits only). Not for a channels-last input, nor for the
+    1x1s of stride 1, the grouped and the transposed kernels, nor in strict fp32."""
     x, w = 4 * 64 * 32 * 32 * 2, 64 * 64 * 9 * 2
     patch = 4 * 8 * 64 * 64 * 2 + 64 * 8 * 16 * 16 * 2 + 4 * 64 * 4 * 4 * 2  # 3 channels as 8
     for precision, layout, expected in (
@@ -83,6 +91,8 @@ def test_a_tensor_core_convolution_not_in_channels_last_counts_cudnns_transposin
         ("bf16", "strided 1x1", [x + x // 4 + 147] * 3),  # a 1x1's weight needs no transposing
         ("bf16", "patch", [patch + 400]),
         ("bf16", "channels_last", []),
+        ("bf16", "transposed", []),  # a transposed convolution's kernels were not traced
+        ("bf16", "grouped 1d", []),
         ("bf16", "1x1", []),
         ("bf16", "depthwise", []),
         ("tf32", "2d", [(x + w + x) * 2 + 147] * 3),  # TF32: 4 bytes an element
