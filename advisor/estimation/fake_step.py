@@ -32,7 +32,7 @@ from advisor.estimation import job_rank
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.compiled_step import compiled
 from advisor.estimation.cuda_emulation import step_precision
-from advisor.estimation.cuda_workspaces import cuda_temporaries
+from advisor.estimation.cuda_workspaces import cuda_temporaries, picked_by_cudnn
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
@@ -42,8 +42,9 @@ from advisor.trial import one_rank
 from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 
 TOP_MODULES = 10
-# cuDNN picks each convolution's kernel, and its workspace, on the GPU by its own heuristics;
-# the kernels a shape tells are modelled (cuda_workspaces.py). Left out of the H100's traces,
+# cuDNN picks each convolution's kernel, and its workspace, on the GPU by its own heuristics.
+# The kernels a shape tells are modelled; channels-last and patch kernels kept the truth within
+# the estimate's usual range (cuda_workspaces.picked_by_cudnn). Left out of the H100's traces,
 # the workspaces took 7.6% off RegNet's reserve in channels-last bf16, 6.3% off Whisper's in
 # bf16 and 11.2% off a checkpointed resnet50's in strict fp32 (estimator.CONVOLUTIONS_ABOVE).
 CUDNN_UNMODELLED = (
@@ -77,9 +78,9 @@ class FakeStep:
     # no GPU has; each failed request makes the allocator give back its free segments (seen in
     # the H200's traces of resnet50 and vit_b_16, never in gpt2's)
     first_step_releases_cache: bool = False
-    # on CUDA, the model has convolutions, whose kernels and workspaces cuDNN picks on the GPU
-    # (the same models as first_step_releases_cache, for another question: the estimate's range)
-    convolutions: bool = False
+    # on CUDA, convolutions whose kernels and workspaces cuDNN picks on the GPU by heuristics
+    # the fake step does not model (cuda_workspaces.picked_by_cudnn): the estimate's range
+    cudnn_picks: bool = False
     # what the step could not run as CUDA would, in words (an attention kernel not probed)
     unmodelled: tuple[str, ...] = ()
     compiled_graphs: int = 0  # compiled: the forward graphs dynamo made (more: graph breaks)
@@ -202,7 +203,10 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
             del loss
         grads_bytes = counter.bytes_of([p.grad for p in params if p.grad is not None])
         has_convolutions = gpu and any(isinstance(m, _ConvNd) for m in model.modules())
-        if has_convolutions:
+        cudnn_picks = has_convolutions and picked_by_cudnn(
+            model, channels_last=spec.channels_last, tensor_cores=spec.precision.cudnn_tf32
+        )
+        if cudnn_picks:
             unmodelled.add(CUDNN_UNMODELLED)
         # the optimizer step: parameters, gradients and state, plus the update's temporaries
         update_peak = counter.live + state_bytes + int(update_ratio * grads_bytes)
@@ -222,7 +226,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         state_ratio=state_ratio,
         update_ratio=update_ratio,
         first_step_releases_cache=has_convolutions,
-        convolutions=has_convolutions,
+        cudnn_picks=cudnn_picks,
         unmodelled=tuple(sorted(unmodelled)),
         compiled_graphs=len(graphs),
         ddp_buckets_bytes=counter.bytes_of(buckets),

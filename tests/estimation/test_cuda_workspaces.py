@@ -3,11 +3,13 @@ H100's traces held it (advisor/estimation/cuda_workspaces.py)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from test_cuda_emulation import counted
+from torch import nn
 from torch.nn import functional as F
 
-from advisor.estimation.cuda_workspaces import _staging_bytes
+from advisor.estimation.cuda_workspaces import _staging_bytes, picked_by_cudnn
 
 
 def test_the_math_paths_softmax_counts_its_row_check():
@@ -123,3 +125,27 @@ def test_a_bias_gradient_summed_over_many_rows_counts_the_reduction_kernels_part
         partials, semaphores = counter.trace[at[0]][0], counter.trace[at[0] + 1][0]
         assert counter.trace[at[0] + 1 : at[0] + 4] == [(semaphores, 64), (semaphores, -1),
                                                         (partials, -1)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "convolution, channels_last, tensor_cores, picked",
+    [
+        (nn.Conv2d(3, 8, 16, stride=16), False, False, False),  # a patch kernel, any precision
+        (nn.Conv2d(8, 8, 3, padding=1), True, True, False),  # channels-last, 16 bits or TF32
+        (nn.Conv2d(8, 8, 3, padding=1, groups=8), True, True, False),  # depthwise too
+        (nn.Conv2d(8, 8, 3, padding=1), True, False, True),  # strict fp32: not traced
+        (nn.Conv2d(8, 8, 3, padding=1), False, True, True),  # channels-first
+        (nn.Conv2d(8, 8, 1), False, True, True),  # a 1x1 of stride 1, channels-first
+        (nn.Conv1d(8, 8, 3, padding=1), True, True, True),  # 1-d: no channels-last layout
+        (nn.ConvTranspose2d(8, 8, 2, stride=2), True, True, True),  # transposed: not traced
+    ],
+)
+def test_cudnn_picks_the_kernels_of_channels_first_and_strict_fp32_convolutions(
+    convolution, channels_last, tensor_cores, picked
+):
+    """Which convolutions widen an uncalibrated estimate's range: those whose kernels cuDNN
+    picks by heuristics the fake step does not model."""
+    model = nn.Sequential(nn.Linear(4, 4), convolution)
+    said = picked_by_cudnn(model, channels_last=channels_last, tensor_cores=tensor_cores)
+    assert said is picked
+    assert not picked_by_cudnn(nn.Linear(4, 4), channels_last=False, tensor_cores=False)
