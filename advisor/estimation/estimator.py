@@ -329,9 +329,7 @@ def _largest_replayed(
     low, high = smallest, max(smallest + 1, guess or 2)
     while runs(high):
         low, high = high, math.ceil(high * 1.25) + 1
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if runs(middle) else (low, middle)
+    low = _bisected(low, high, runs)
     if checked and low > smallest and not runs(low, drawn=False):  # the drawn were off
         low = _largest_run_below(low, smallest, lambda batch: runs(batch, drawn=False))
     return low
@@ -348,6 +346,11 @@ def _largest_run_below(failed: int, smallest: int, runs: Callable[[int], bool]) 
     while low > smallest and not runs(low):
         high, step = low, step * 2
         low = max(smallest, high - step)
+    return _bisected(low, high, runs)
+
+
+def _bisected(low: int, high: int, runs: Callable[[int], bool]) -> int:
+    """The largest batch that runs between one that runs (low) and one that does not (high)."""
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (middle, high) if runs(middle) else (low, middle)
