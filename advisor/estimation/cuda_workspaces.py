@@ -9,6 +9,8 @@ byte in those traces; where a kernel's choice is cuDNN's own, it is said.
 cuda_temporaries(func, args, out, tf32=...): rounds of temporaries, each round's alive together
 and freed before the next (the counter under the fake step, storage_bytes.py, makes them);
 tf32 says whether cuDNN runs fp32 convolutions in TF32 (Precision.cudnn_tf32).
+has_unmodelled_convolutions(model, channels_last=..., tensor_cores=...): whether cuDNN's
+heuristics decide workspaces beyond what is modelled, which widens the estimate's range.
 """
 
 from __future__ import annotations
@@ -57,31 +59,41 @@ def cuda_temporaries(func: Any, args: Sequence[Any], out: Any, *, tf32: bool) ->
     return []
 
 
-def picked_by_cudnn(model: nn.Module, *, channels_last: bool, tensor_cores: bool) -> bool:
-    """Whether the model has a convolution whose kernels cuDNN picks by heuristics the fake
-    step does not model (which widens the estimate's range). Modelled: a patch kernel, as wide
-    as its stride (ViT's, Swin's; in any precision), and a 2-d kernel on channels-last input
-    (channels_last) in 16 bits or TF32 (tensor_cores), which runs without transposing. On conv
-    nets no set had measured in those layouts, the truth stayed 0.4% to 2.7% below the
-    estimate's device peak (torchvision's DenseNet, VGG, wide ResNet, ResNeXt, MnasNet,
-    ShuffleNet and ConvNeXt in channels-last; ViT-B/32 and Swin-V2-T: experiments/
-    2026-12-06-channels-last-range)."""
+def has_unmodelled_convolutions(
+    model: nn.Module, *, channels_last: bool, tensor_cores: bool
+) -> bool:
+    """Whether the model has a convolution whose workspaces cuDNN's heuristics decide beyond
+    what the fake step models or the record holds within the usual range (which widens the
+    estimate's range). Within it: a 2-d patch kernel, dense, unpadded and as wide as its
+    stride (ViT's, Swin's; in any precision), and a 2-d kernel on channels-last input
+    (channels_last: the spec's layout stands for each convolution's) in 16 bits or TF32
+    (tensor_cores), which runs without transposing. On conv nets no set had measured in those
+    layouts, the truth stayed 0.4% to 2.7% below the estimate's device peak (torchvision's
+    DenseNet, VGG, wide ResNet, ResNeXt, MnasNet, ShuffleNet and ConvNeXt in channels-last;
+    ViT-B/32 and Swin-V2-T: experiments/2026-12-06-channels-last-range)."""
     return not all(
-        _runs_as_modelled(m, channels_last, tensor_cores)
+        _within_the_record(m, channels_last, tensor_cores)
         for m in model.modules()
         if isinstance(m, nn.modules.conv._ConvNd)
     )
 
 
-def _runs_as_modelled(
+def _within_the_record(
     convolution: nn.modules.conv._ConvNd, channels_last: bool, tensor_cores: bool
 ) -> bool:
-    kernel, stride = tuple(convolution.kernel_size), tuple(convolution.stride)
-    if convolution.transposed:
+    if not isinstance(convolution, nn.Conv2d):  # 1-d, 3-d and transposed: not traced so
         return False
-    if kernel == stride and max(kernel) > 1:
+    dense = convolution.groups == 1 and convolution.dilation == (1, 1)
+    unpadded = convolution.padding in ((0, 0), "valid")
+    kernel, stride = tuple(convolution.kernel_size), tuple(convolution.stride)
+    if dense and unpadded and _is_patch(kernel, stride):
         return True
-    return channels_last and tensor_cores and isinstance(convolution, nn.Conv2d)
+    return channels_last and tensor_cores
+
+
+def _is_patch(kernel: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    """A kernel as wide as its stride, wider than 1: each window a patch of its own."""
+    return max(kernel) > 1 and kernel == stride
 
 
 def _row_check(x: torch.Tensor, dim: int) -> list[int]:
@@ -149,7 +161,7 @@ def _cudnn_workspaces(
         return []  # already channels-last; grouped; or a 1x1 of stride 1: not modelled
     weight = 0 if pointwise else _padded(w, w.size(1))  # a 1x1's is the same in either layout
     size = (_padded(x, x.size(1)) + weight + y.numel()) * x.element_size()
-    if not pointwise and all(k == s for k, s in zip(kernel, stride, strict=True)):
+    if _is_patch(kernel, tuple(stride)):
         return [[size + PATCH_WORKSPACE_EXTRA]] if "weight" in runs else []
     return [[size + TRANSPOSE_WORKSPACE_EXTRA]] * len(runs)
 

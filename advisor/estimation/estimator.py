@@ -42,15 +42,15 @@ from advisor.target import Target
 # may not.
 UNCALIBRATED_RANGE = (-0.12, 0.05)
 CALIBRATED_RANGE = (-0.07, 0.06)
-# A net with convolutions whose kernels cuDNN picks by heuristics not modelled (channels-first
-# ones, strict fp32: cuda_workspaces.picked_by_cudnn), uncalibrated, was further above: those
-# workspaces shape its reserve. Up to 25.3% on the catalog's resnet50 (fp32 checkpointed b256,
-# channels-first) and 10.1% on a VGG11 no set had measured; and under a 16 GiB cap on an H100
-# the same resnet50 ran out of memory at the batch that 5% above had said fits (425; the
-# estimate 436, the truth 421 to 424). So its range and its verdict take this
-# (experiments/2026-12-06-cudnn-2d-workspaces). In channels-last and with patch kernels only,
-# the truth stayed within the uncalibrated range: at most 4.2% above on the sets that had
-# measured them, and below the estimate on ten specs of nine nets that none had
+# A net with convolutions whose workspaces cuDNN's heuristics decide beyond what is modelled
+# (channels-first ones, strict fp32: cuda_workspaces.has_unmodelled_convolutions), uncalibrated,
+# was further above: those workspaces shape its reserve. Up to 25.3% on the catalog's resnet50
+# (fp32 checkpointed b256, channels-first) and 10.1% on a VGG11 no set had measured; and under
+# a 16 GiB cap on an H100 the same resnet50 ran out of memory at the batch that 5% above had
+# said fits (425; the estimate 436, the truth 421 to 424). So its range and its verdict take
+# this (experiments/2026-12-06-cudnn-2d-workspaces). In channels-last and with patch kernels
+# only, the truth stayed within the uncalibrated range: at most 4.2% above on the sets that
+# had measured them, and below the estimate on ten specs of nine nets none had measured so
 # (experiments/2026-12-06-channels-last-range).
 CONVOLUTIONS_ABOVE = 0.26
 # Compiled, estimated with the torch the H200 ran (2.11) on 43 compiled specs, graph-broken ones
@@ -174,7 +174,7 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     reserved = corrections.steady_reserved(spec, step)
     unmodelled = list(step.unmodelled)
     low, high = CALIBRATED_RANGE if corrections.calibration else UNCALIBRATED_RANGE
-    if step.cudnn_picks and not corrections.calibration:
+    if step.unmodelled_convolutions and not corrections.calibration:
         high = CONVOLUTIONS_ABOVE
     if spec.compile and step.compiled_graphs == 0:
         unmodelled.append("torch.compile made no graph of the model: estimated as it ran, eagerly")

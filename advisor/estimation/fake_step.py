@@ -32,7 +32,7 @@ from advisor.estimation import job_rank
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.compiled_step import compiled
 from advisor.estimation.cuda_emulation import step_precision
-from advisor.estimation.cuda_workspaces import cuda_temporaries, picked_by_cudnn
+from advisor.estimation.cuda_workspaces import cuda_temporaries, has_unmodelled_convolutions
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
@@ -44,9 +44,10 @@ from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 TOP_MODULES = 10
 # cuDNN picks each convolution's kernel, and its workspace, on the GPU by its own heuristics.
 # The kernels a shape tells are modelled; channels-last and patch kernels kept the truth within
-# the estimate's usual range (cuda_workspaces.picked_by_cudnn). Left out of the H100's traces,
-# the workspaces took 7.6% off RegNet's reserve in channels-last bf16, 6.3% off Whisper's in
-# bf16 and 11.2% off a checkpointed resnet50's in strict fp32 (estimator.CONVOLUTIONS_ABOVE).
+# the estimate's usual range (cuda_workspaces.has_unmodelled_convolutions). Left out of the
+# H100's traces, the workspaces took 7.6% off RegNet's reserve in channels-last bf16, 6.3% off
+# Whisper's in bf16 and 11.2% off a checkpointed resnet50's in strict fp32
+# (estimator.CONVOLUTIONS_ABOVE).
 CUDNN_UNMODELLED = (
     "cuDNN's convolution workspaces but for the kernels a shape tells (cuDNN picks its "
     "kernels on the GPU): a resnet50 in strict fp32 needed 25.3% more device memory"
@@ -78,9 +79,9 @@ class FakeStep:
     # no GPU has; each failed request makes the allocator give back its free segments (seen in
     # the H200's traces of resnet50 and vit_b_16, never in gpt2's)
     first_step_releases_cache: bool = False
-    # on CUDA, convolutions whose kernels and workspaces cuDNN picks on the GPU by heuristics
-    # the fake step does not model (cuda_workspaces.picked_by_cudnn): the estimate's range
-    cudnn_picks: bool = False
+    # on CUDA, convolutions whose workspaces cuDNN's heuristics decide beyond what is modelled
+    # (cuda_workspaces.has_unmodelled_convolutions): the estimate's range widens
+    unmodelled_convolutions: bool = False
     # what the step could not run as CUDA would, in words (an attention kernel not probed)
     unmodelled: tuple[str, ...] = ()
     compiled_graphs: int = 0  # compiled: the forward graphs dynamo made (more: graph breaks)
@@ -203,10 +204,10 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
             del loss
         grads_bytes = counter.bytes_of([p.grad for p in params if p.grad is not None])
         has_convolutions = gpu and any(isinstance(m, _ConvNd) for m in model.modules())
-        cudnn_picks = has_convolutions and picked_by_cudnn(
+        unmodelled_convolutions = gpu and has_unmodelled_convolutions(
             model, channels_last=spec.channels_last, tensor_cores=spec.precision.cudnn_tf32
         )
-        if cudnn_picks:
+        if unmodelled_convolutions:
             unmodelled.add(CUDNN_UNMODELLED)
         # the optimizer step: parameters, gradients and state, plus the update's temporaries
         update_peak = counter.live + state_bytes + int(update_ratio * grads_bytes)
@@ -226,7 +227,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         state_ratio=state_ratio,
         update_ratio=update_ratio,
         first_step_releases_cache=has_convolutions,
-        cudnn_picks=cudnn_picks,
+        unmodelled_convolutions=unmodelled_convolutions,
         unmodelled=tuple(sorted(unmodelled)),
         compiled_graphs=len(graphs),
         ddp_buckets_bytes=counter.bytes_of(buckets),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call: measure.sh on the GPU; meanwhile on the machine's CPU (torch 2.11, the
-# truth's) the estimates of the same specs, by the code copied into build/after (carried):
+# truth's) the estimates of the same specs, by the code copied into build/after (carried; for
+# raw/estimates/, c77b43d's, before has_unmodelled_convolutions: its range then 26%):
 #   mkdir -p build/after && cp -r advisor conf db build/after
 #   bash experiments/2026-12-06-channels-last-range/device.sh OUT
 set -u

@@ -9,7 +9,7 @@ from test_cuda_emulation import counted
 from torch import nn
 from torch.nn import functional as F
 
-from advisor.estimation.cuda_workspaces import _staging_bytes, picked_by_cudnn
+from advisor.estimation.cuda_workspaces import _staging_bytes, has_unmodelled_convolutions
 
 
 def test_the_math_paths_softmax_counts_its_row_check():
@@ -128,24 +128,34 @@ def test_a_bias_gradient_summed_over_many_rows_counts_the_reduction_kernels_part
 
 
 @pytest.mark.parametrize(
-    "convolution, channels_last, tensor_cores, picked",
+    "convolutions, channels_last, tensor_cores, unmodelled",
     [
-        (nn.Conv2d(3, 8, 16, stride=16), False, False, False),  # a patch kernel, any precision
-        (nn.Conv2d(8, 8, 3, padding=1), True, True, False),  # channels-last, 16 bits or TF32
-        (nn.Conv2d(8, 8, 3, padding=1, groups=8), True, True, False),  # depthwise too
-        (nn.Conv2d(8, 8, 3, padding=1), True, False, True),  # strict fp32: not traced
-        (nn.Conv2d(8, 8, 3, padding=1), False, True, True),  # channels-first
-        (nn.Conv2d(8, 8, 1), False, True, True),  # a 1x1 of stride 1, channels-first
-        (nn.Conv1d(8, 8, 3, padding=1), True, True, True),  # 1-d: no channels-last layout
-        (nn.ConvTranspose2d(8, 8, 2, stride=2), True, True, True),  # transposed: not traced
+        ([nn.Conv2d(3, 8, 16, stride=16)], False, False, False),  # a patch kernel, any precision
+        ([nn.Conv2d(8, 8, 3, padding=1)], True, True, False),  # channels-last, 16 bits or TF32
+        ([nn.Conv2d(8, 8, 3, padding=1, groups=8)], True, True, False),  # depthwise too
+        ([nn.Conv2d(8, 8, 3, padding=1)], True, False, True),  # strict fp32: no record
+        ([nn.Conv2d(8, 8, 3, padding=1)], False, True, True),  # channels-first
+        ([nn.Conv2d(8, 8, 1)], False, True, True),  # a 1x1 of stride 1, channels-first
+        ([nn.Conv2d(8, 8, 2, stride=2, groups=8)], False, True, True),  # a grouped "patch"
+        ([nn.Conv2d(8, 8, 2, stride=2, padding=1)], False, True, True),  # a padded one
+        ([nn.Conv3d(3, 8, 2, stride=2)], True, True, True),  # a 3-d patch (a video's tubelet)
+        ([nn.Conv1d(8, 8, 3, padding=1)], True, True, True),  # 1-d: no channels-last layout
+        ([nn.ConvTranspose2d(8, 8, 2, stride=2)], True, True, True),  # transposed: not traced
+        ([nn.Conv2d(3, 8, 16, stride=16), nn.Conv2d(8, 8, 3, padding=1)], False, True, True),
     ],
 )
-def test_cudnn_picks_the_kernels_of_channels_first_and_strict_fp32_convolutions(
-    convolution, channels_last, tensor_cores, picked
+def test_convolutions_whose_workspaces_cudnns_heuristics_decide_are_told(
+    convolutions, channels_last, tensor_cores, unmodelled
 ):
-    """Which convolutions widen an uncalibrated estimate's range: those whose kernels cuDNN
-    picks by heuristics the fake step does not model."""
-    model = nn.Sequential(nn.Linear(4, 4), convolution)
-    said = picked_by_cudnn(model, channels_last=channels_last, tensor_cores=tensor_cores)
-    assert said is picked
-    assert not picked_by_cudnn(nn.Linear(4, 4), channels_last=False, tensor_cores=False)
+    """Which convolutions widen an uncalibrated estimate's range: channels-first ones but for
+    dense 2-d patch kernels, any in strict fp32, and those no trace had (the last case: a
+    patch kernel beside a channels-first 3x3 is not enough)."""
+    model = nn.Sequential(nn.Linear(4, 4), *convolutions)
+    said = has_unmodelled_convolutions(
+        model, channels_last=channels_last, tensor_cores=tensor_cores
+    )
+    assert said is unmodelled
+
+
+def test_a_model_without_convolutions_has_none_unmodelled():
+    assert not has_unmodelled_convolutions(nn.Linear(4, 4), channels_last=False, tensor_cores=False)

@@ -117,7 +117,7 @@ def test_fits_is_said_by_the_upper_side_of_the_estimates_record():
     assert sure.fits and sure.device_peak_range[1] <= target.allowed_bytes * 1.01
 
 
-def test_a_convolution_nets_range_and_verdict_reach_26_percent_above():
+def test_a_channels_first_or_strict_fp32_conv_nets_range_and_verdict_reach_26_percent_above():
     """Uncalibrated, a net with channels-first convolutions needed up to 25.3% more device
     memory than the estimate (resnet50 fp32 checkpointed: cuDNN's workspaces), and under a
     16 GiB cap it ran out of memory at the batch a 5% upper side said fits: its range and its
