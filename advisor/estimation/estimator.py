@@ -105,6 +105,8 @@ class Estimate:
     largest_batch_sure: int | None = None
     unmodelled: tuple[str, ...] = ()  # what it could not model, in words
     notes: tuple[str, ...] = ()  # what it modelled that a user should know (graph breaks)
+    # cuBLAS's workspaces, held outside the step: in the peak allocated where uncalibrated
+    workspace_bytes: int = 0
 
     @property
     def device_peak_range(self) -> tuple[int, int]:
@@ -150,6 +152,7 @@ class Estimate:
                 "peak_allocated_bytes": self.peak_allocated_bytes,
                 "peak_reserved_bytes": self.peak_reserved_bytes,
                 "device_peak_bytes": self.device_peak_bytes,
+                "cublas_workspace_bytes": self.workspace_bytes,
             },
             "target": dataclasses.asdict(self.target),
             "device_peak_range_bytes": list(self.device_peak_range),
@@ -209,7 +212,7 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     return Estimate(
         spec, target, step, corrections.context, corrections.factor, peak, reserved,
         reserved + corrections.context, largest, corrections.calibration, (low, high), sure,
-        tuple(unmodelled), tuple(notes),
+        tuple(unmodelled), tuple(notes), corrections.workspace_bytes,
     )  # fmt: skip
 
 

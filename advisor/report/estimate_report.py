@@ -77,6 +77,7 @@ def estimate_report(e: Estimate) -> Group:
     table.add_column("size", justify="right")
     for label, value in [
         *((c.label, n) for c, n in e.categories().items()),
+        *([("cuBLAS's workspaces (default)", e.workspace_bytes)] if e.workspace_bytes else []),
         ("peak allocated", e.peak_allocated_bytes),
         ("peak reserved", e.peak_reserved_bytes),
         ("device peak (reserved + context)", e.device_peak_bytes),

@@ -251,6 +251,10 @@ def test_estimate_command(db_url):
         assert answer["memory"][key] > 0
     assert answer["fits"] is True and answer["largest_batch"] > 8
     assert answer["top_modules"] and answer["calibration"] is None
+    # uncalibrated, cuBLAS's workspaces are in the peak allocated, and the breakdown says so
+    assert answer["memory"]["cublas_workspace_bytes"] == CUBLAS_WORKSPACE_BYTES
+    shown = advisor("estimate", "model=tiny_gpt2", "batch_size=8", "gpu=rtx4090", db_url=db_url)
+    assert "cuBLAS's workspaces (default)" in shown.stdout
     assert trial_count(db_url) == 0  # nothing was run
 
 
