@@ -9,6 +9,8 @@ byte in those traces; where a kernel's choice is cuDNN's own, it is said.
 cuda_temporaries(func, args, out, tf32=...): rounds of temporaries, each round's alive together
 and freed before the next (the counter under the fake step, storage_bytes.py, makes them);
 tf32 says whether cuDNN runs fp32 convolutions in TF32 (Precision.cudnn_tf32).
+CudaTemporaries(tf32=...): the same for one fake step, keeping the largest workspace a forward
+of its convolutions in strict fp32 may take (strict_fp32_bytes).
 has_unmodelled_convolutions(model, channels_last=..., tensor_cores=...): whether cuDNN's
 heuristics decide workspaces beyond what is modelled, which widens the estimate's range.
 """
@@ -57,6 +59,33 @@ def cuda_temporaries(func: Any, args: Sequence[Any], out: Any, *, tf32: bool) ->
         runs = tuple(run for run, m in zip(("input", "weight"), mask[:2], strict=True) if m)
         return _cudnn_workspaces(x, w, grad, stride, transposed, tf32, runs)
     return []
+
+
+class CudaTemporaries:
+    """cuda_temporaries for one fake step. In strict fp32 no workspace is modelled, and cuDNN's
+    benchmark takes the fastest algorithm whatever its workspace (2.4 GB for one 512-channel 3x3
+    of a VGG11 at batch 24): strict_fp32_bytes keeps the largest a forward of its convolutions'
+    shapes may take, for the estimate's upper side."""
+
+    def __init__(self, *, tf32: bool) -> None:
+        self.tf32, self.strict_fp32_bytes = tf32, 0
+
+    def __call__(self, func: Any, args: Sequence[Any], out: Any) -> list[list[int]]:
+        if func is torch.ops.aten.convolution.default and not self.tf32:
+            bound = strict_fp32_forward_bound(args[0], args[1], out)
+            self.strict_fp32_bytes = max(self.strict_fp32_bytes, bound)
+        return cuda_temporaries(func, args, out, tf32=self.tf32)
+
+
+def strict_fp32_forward_bound(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> int:
+    """The most a dense convolution's forward in strict fp32 may take: 64 bytes an (input
+    channel, output channel, output position), whatever the batch. Each of 1,026 such forwards
+    on the H100 (26 nets' layers, batches 24 to 128, cuDNN's heuristics or its benchmark) took
+    at most 0.93 of it (experiments/2026-12-06-conv-workspace-survey); grouped ones took 0.1 GB
+    in all, and are left out."""
+    if x.dtype is not torch.float32 or x.dim() != 4 or w.size(1) != x.size(1):
+        return 0
+    return 64 * x.size(1) * w.size(0) * (y.numel() // (y.size(0) * y.size(1)))
 
 
 def has_unmodelled_convolutions(
@@ -136,7 +165,12 @@ def _cudnn_workspaces(
       1x1's weight is the same in either layout), 147 bytes more; the weight's gradient took
       2.4% more in the first stage, where the checkpointed resnet50's peak falls;
     - a patch kernel, as wide as its stride (ViT-S's): the weight's gradient only, 400 bytes
-      more (Swin's and ConvNeXt's took 2-3% more); forward ran without transposing.
+      more (Swin's and ConvNeXt's took 2-3% more); forward ran without transposing;
+    - a 3x3 kernel over 3 channels, of stride 1 or 2 (VGG's, MobileNet's, EfficientNet's and
+      RegNet's stems, on an RGB image): forward without transposing in 45 of 48 runs of 9
+      shapes on the H100 (the 3 others took less), and in TF32 the weight's gradient too (21 of
+      21; experiments/2026-12-06-conv-workspace-survey; 16 bits measured in bf16); a 7x7 or
+      11x11 stem transposes.
     The same held in TF32 (a diffusion UNet's 3x3s, resnet50's strided 1x1s), where a forward
     sometimes transposed input and weight only. cuDNN's choice for 1x1 kernels of stride 1,
     grouped and depthwise ones varied with the shape where seen (resnet50's transposed in its
@@ -159,6 +193,9 @@ def _cudnn_workspaces(
     pointwise = kernel == (1, 1)
     if channels_last or w.size(1) != x.size(1) or (pointwise and max(stride) == 1):
         return []  # already channels-last; grouped; or a 1x1 of stride 1: not modelled
+    if x.size(1) == 3 and kernel == (3, 3) and not _is_patch(kernel, tuple(stride)):
+        # an RGB stem's 3x3 ran without transposing (its input, an image, took no gradient)
+        runs = tuple(r for r in runs if r == "input" or (r == "weight" and sixteen_bits))
     weight = 0 if pointwise else _padded(w, w.size(1))  # a 1x1's is the same in either layout
     size = (_padded(x, x.size(1)) + weight + y.numel()) * x.element_size()
     if _is_patch(kernel, tuple(stride)):

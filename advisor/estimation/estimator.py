@@ -53,6 +53,14 @@ CALIBRATED_RANGE = (-0.07, 0.06)
 # had measured them, and below the estimate on ten specs of nine nets none had measured so
 # (experiments/2026-12-06-channels-last-range).
 CONVOLUTIONS_ABOVE = 0.26
+# In strict fp32 cuDNN's benchmark (on in advisor's runs, as in most scripts) picks the fastest
+# algorithm whatever its workspace, unmodelled: a VGG11 at 24 reserved 37.7% above its estimate
+# (one 3x3's forward took 2.4 GB). Its upper side takes the most a forward of its convolutions'
+# shapes may take more (cuda_workspaces.strict_fp32_forward_bound), up to the largest forward
+# seen, 2.9 GB, rounded up; so does a compiled step, whose convolutions the step does not see.
+# The gradients' workspaces grow with the batch: on the two nets measured, within the 26%
+# (experiments/2026-12-06-conv-workspace-survey).
+STRICT_FP32_WORKSPACE_BYTES = 3 * 2**30
 # Compiled, estimated with the torch the H200 ran (2.11) on 43 compiled specs, graph-broken ones
 # among them, the device peak was up to 13.4% above the estimate (a DDPM UNet) and the peak
 # allocated up to 3.7% (experiments/2026-12-03-compiled-estimate-same-torch). The estimate
@@ -177,8 +185,17 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     reserved = corrections.steady_reserved(spec, step)
     unmodelled = list(step.unmodelled)
     low, high = CALIBRATED_RANGE if corrections.calibration else UNCALIBRATED_RANGE
+    above_bytes = 0  # the upper side's bytes, beside its fraction
     if step.unmodelled_convolutions and not corrections.calibration:
         high = CONVOLUTIONS_ABOVE
+        if not spec.precision.cudnn_tf32:
+            seen = step.strict_fp32_workspace_bytes or STRICT_FP32_WORKSPACE_BYTES  # (compiled)
+            above_bytes = min(seen, STRICT_FP32_WORKSPACE_BYTES)
+            unmodelled.append(
+                "strict fp32: cuDNN's benchmark picks convolution algorithms by speed, whatever "
+                f"their workspace; the range and the verdict take {above_bytes / 2**20:,.0f} MiB "
+                "more, the most a forward of such shapes took on an H100"
+            )
     if spec.compile and step.compiled_graphs == 0:
         unmodelled.append("torch.compile made no graph of the model: estimated as it ran, eagerly")
     elif spec.compile:
@@ -206,13 +223,16 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
             f"probed on an H200 and an H100; {target.name} may pick others"
         )
     largest = largest_batch(spec, target, corrections)
-    sure = largest_batch(spec, target, corrections, above=high, checked=False)
+    sure = largest_batch(
+        spec, target, corrections, above=high, above_bytes=above_bytes, checked=False
+    )
     if sure is not None and largest is not None:
         sure = min(sure, largest)  # (the upper side's answer is not checked by a step of its own)
+    device_peak = reserved + corrections.context
     return Estimate(
         spec, target, step, corrections.context, corrections.factor, peak, reserved,
-        reserved + corrections.context, largest, corrections.calibration, (low, high), sure,
-        tuple(unmodelled), tuple(notes), corrections.workspace_bytes,
+        device_peak, largest, corrections.calibration, (low, high + above_bytes / device_peak),
+        sure, tuple(unmodelled), tuple(notes), corrections.workspace_bytes,
     )  # fmt: skip
 
 
@@ -256,12 +276,13 @@ def largest_batch(
     target: Target,
     corrections: Corrections,
     above: float = 0.0,
+    above_bytes: int = 0,
     checked: bool = True,
 ) -> int | None:
     """The largest micro batch that fits (0 where the optimizer step alone does not), its device
-    peak taken `above` higher than estimated (the upper side of its error); where `checked`, the
-    answer is checked with a fake step of its own."""
-    allowed = target.allowed_bytes / (1 + above)
+    peak taken `above` higher than estimated and `above_bytes` more (the upper side of its
+    error); where `checked`, the answer is checked with a fake step of its own."""
+    allowed = (target.allowed_bytes - above_bytes) / (1 + above)
     update_peak = fake_step(spec).update_peak_bytes
     if corrections.device_peak(update_peak, spec.batch_size) > allowed:
         return 0

@@ -32,7 +32,7 @@ from advisor.estimation import job_rank
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.compiled_step import compiled
 from advisor.estimation.cuda_emulation import step_precision
-from advisor.estimation.cuda_workspaces import cuda_temporaries, has_unmodelled_convolutions
+from advisor.estimation.cuda_workspaces import CudaTemporaries, has_unmodelled_convolutions
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
@@ -75,19 +75,19 @@ class FakeStep:
     param_sizes: tuple[int, ...] = ()
     state_ratio: float = 0.0
     update_ratio: float = 0.0
-    # cuDNN's benchmark, searching convolution algorithms in the first step, asks for workspaces
-    # no GPU has; each failed request makes the allocator give back its free segments (seen in
-    # the H200's traces of resnet50 and vit_b_16, never in gpt2's)
+    # cuDNN's benchmark empties the allocator's cache after each search of the first step
+    # (ATen's Conv_v8.cpp; seen in the traces of resnet50 and vit_b_16, never in gpt2's)
     first_step_releases_cache: bool = False
-    # on CUDA, convolutions whose workspaces cuDNN's heuristics decide beyond what is modelled
-    # (cuda_workspaces.has_unmodelled_convolutions): the estimate's range widens
+    # on CUDA, convolutions whose workspaces cuDNN decides beyond what is modelled
+    # (cuda_workspaces.has_unmodelled_convolutions): the estimate's range widens, in strict fp32
+    # by the largest workspace its convolutions' shapes allow (cuda_workspaces.CudaTemporaries)
     unmodelled_convolutions: bool = False
+    strict_fp32_workspace_bytes: int = 0
     # what the step could not run as CUDA would, in words (an attention kernel not probed)
     unmodelled: tuple[str, ...] = ()
     compiled_graphs: int = 0  # compiled: the forward graphs dynamo made (more: graph breaks)
     ddp_buckets_bytes: int = 0  # a DDP rank's gradient buckets: in the peak, in no category
-    # the trace's storages made on a side stream (FSDP2's), (number, stream): the allocator
-    # model keeps each stream's blocks apart
+    # the trace's storages on a side stream (FSDP2's), (number, stream): kept apart as CUDA does
     streams: tuple[tuple[int, int], ...] = ()
 
     @property
@@ -132,7 +132,7 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def _run_fake_step(spec: TrialSpec) -> FakeStep:
     gpu = spec.device is Device.cuda
-    temporaries = functools.partial(cuda_temporaries, tf32=spec.precision.cudnn_tf32)
+    temporaries = CudaTemporaries(tf32=spec.precision.cudnn_tf32)
     counter = StorageBytes(BLOCK, temporaries) if gpu else StorageBytes(1)
     cpu = torch.device("cpu")
     work = workload_of(spec.model)
@@ -228,6 +228,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         update_ratio=update_ratio,
         first_step_releases_cache=has_convolutions,
         unmodelled_convolutions=unmodelled_convolutions,
+        strict_fp32_workspace_bytes=temporaries.strict_fp32_bytes,
         unmodelled=tuple(sorted(unmodelled)),
         compiled_graphs=len(graphs),
         ddp_buckets_bytes=counter.bytes_of(buckets),

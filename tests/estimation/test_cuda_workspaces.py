@@ -58,6 +58,12 @@ def _convolution_workspaces(precision: str, layout: str) -> list[int]:
         elif layout == "patch":  # a ViT's: 3 channels, 16x16 patches, the image needs no grad
             w = torch.randn(channels, 3, 16, 16, requires_grad=True)
             y = F.conv2d(torch.randn(batch, 3, 64, 64), w, stride=16)
+        elif layout.endswith("stem"):  # a conv net's first layer, on an RGB image
+            kernel, stride = {"3x3 stem": (3, 1), "strided 3x3 stem": (3, 2), "7x7 stem": (7, 2)}[
+                layout
+            ]
+            w = torch.randn(channels, 3, kernel, kernel, requires_grad=True)
+            y = F.conv2d(torch.randn(batch, 3, 64, 64), w, stride=stride, padding=kernel // 2)
         else:
             kernel, stride, groups = {
                 "2d": (3, 1, 1),
@@ -83,15 +89,27 @@ def test_a_tensor_core_convolution_not_in_channels_last_counts_cudnns_transposin
     and for resnet50's strided 1x1s, less the weight; in the weight's gradient only for ViT-S's
     patches. The same in TF32 (torch's default for cuDNN) for 2-d kernels, the channels
     unpadded (the 1-d was traced in 16 bits only). Not for a channels-last input, nor for the
-    1x1s of stride 1, the grouped and the transposed kernels, nor in strict fp32."""
+    1x1s of stride 1, the grouped and the transposed kernels, nor in strict fp32; an RGB
+    image's 3x3 stem ran forward without transposing, and in TF32 its weight's gradient too."""
     x, w = 4 * 64 * 32 * 32 * 2, 64 * 64 * 9 * 2
     patch = 4 * 8 * 64 * 64 * 2 + 64 * 8 * 16 * 16 * 2 + 4 * 64 * 4 * 4 * 2  # 3 channels as 8
+
+    def stem(kernel_area: int, side: int, element: int = 2, channels: int = 8) -> int:
+        """A 64x64 RGB image's stem: input, weight and output (16 bits: 3 channels as 8)."""
+        tensors = 4 * channels * 64 * 64 + 64 * channels * kernel_area + 4 * 64 * side * side
+        return tensors * element
+
     for precision, layout, expected in (
         ("bf16", "1d", [4 * 64 * 1024 * 2 * 2 + 64 * 64 * 3 * 2 + 147] * 3),
         ("bf16", "2d", [x + w + x + 147] * 3),
         ("fp16", "2d", [x + w + x + 147] * 3),
         ("bf16", "strided 1x1", [x + x // 4 + 147] * 3),  # a 1x1's weight needs no transposing
         ("bf16", "patch", [patch + 400]),
+        ("bf16", "3x3 stem", [stem(9, 64) + 147]),  # the weight's only: forward runs as it is
+        ("bf16", "7x7 stem", [stem(49, 32) + 147] * 2),  # a 7x7 stem transposes in both
+        ("bf16", "strided 3x3 stem", [stem(9, 32) + 147]),  # (MobileNet's, EfficientNet's)
+        ("tf32", "3x3 stem", []),  # and in TF32 neither
+        ("tf32", "7x7 stem", [stem(49, 32, element=4, channels=3) + 147] * 2),
         ("bf16", "channels_last", []),
         ("bf16", "transposed", []),  # a transposed convolution's kernels were not traced
         ("bf16", "grouped 1d", []),

@@ -17,7 +17,10 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from advisor.estimation.allocator import ReplayOutOfMemory
 from advisor.estimation.corrections import CUBLAS_WORKSPACE_BYTES, REPLAY_MARGIN, Corrections
 from advisor.estimation.estimator import (
+    CALIBRATED_RANGE,
+    COMPILED_ABOVE,
     CONVOLUTIONS_ABOVE,
+    STRICT_FP32_WORKSPACE_BYTES,
     UNCALIBRATED_RANGE,
     FitVerdict,
     estimate,
@@ -117,7 +120,7 @@ def test_fits_is_said_by_the_upper_side_of_the_estimates_record():
     assert sure.fits and sure.device_peak_range[1] <= target.allowed_bytes * 1.01
 
 
-def test_a_channels_first_or_strict_fp32_conv_nets_range_and_verdict_reach_26_percent_above():
+def test_a_channels_first_conv_nets_range_and_verdict_reach_26_percent_above():
     """Uncalibrated, a net with channels-first convolutions needed up to 25.3% more device
     memory than the estimate (resnet50 fp32 checkpointed: cuDNN's workspaces), and under a
     16 GiB cap it ran out of memory at the batch a 5% upper side said fits: its range and its
@@ -135,12 +138,54 @@ def test_a_channels_first_or_strict_fp32_conv_nets_range_and_verdict_reach_26_pe
     gpt = estimate(spec_of("model=tiny_gpt2", "device=cuda", "batch_size=4"), target)
     assert gpt.error_range == UNCALIBRATED_RANGE  # no convolutions
     assert estimate(spec_of("model=tiny_cnn", "batch_size=4"), target).error_range == (0, 0)
-    for precision, above in (("bf16", UNCALIBRATED_RANGE[1]), ("fp32", CONVOLUTIONS_ABOVE)):
-        last = spec_of("model=tiny_cnn", "device=cuda", "batch_size=4", "channels_last=true",
-                       f"precision={precision}")  # fmt: skip
-        e = estimate(last, target)
-        assert e.error_range == (UNCALIBRATED_RANGE[0], above)
-        assert any("cuDNN" in said for said in e.unmodelled) is (precision == "fp32")
+    last = spec_of("model=tiny_cnn", "device=cuda", "batch_size=4", "channels_last=true",
+                   "precision=bf16")  # fmt: skip
+    e = estimate(last, target)
+    assert e.error_range == UNCALIBRATED_RANGE
+    assert not any("cuDNN" in said for said in e.unmodelled)
+
+
+def test_a_strict_fp32_conv_nets_upper_side_takes_the_largest_workspace_its_shapes_allow():
+    """In strict fp32 cuDNN's benchmark picks algorithms by speed whatever their workspace, and a
+    VGG11 at 24 reserved 37.7% above its estimate, beyond the 26%: uncalibrated, the range and
+    the verdict take the most a forward of its convolutions' shapes took (up to 3 GiB), in
+    either layout (strict fp32 in channels-last was not measured: kept as it was, unmodelled);
+    compiled, whose convolutions the step does not see, 3 GiB. Calibrated, neither."""
+    target = Target("a GPU", DEFAULT_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES + 8 * 2**30, 0.0)
+    for layout in ("channels_last=false", "channels_last=true"):
+        spec = spec_of("model=tiny_cnn", "device=cuda", "batch_size=4", "precision=fp32", layout)
+        step, e = fake_step(spec), estimate(spec, target)
+        above_bytes = step.strict_fp32_workspace_bytes
+        assert 0 < above_bytes < STRICT_FP32_WORKSPACE_BYTES  # a tiny net's is small
+        assert e.device_peak_range[1] == pytest.approx(
+            e.device_peak_bytes * (1 + CONVOLUTIONS_ABOVE) + above_bytes, abs=1
+        )
+        assert any(f"take {above_bytes / 2**20:,.0f} MiB more" in said for said in e.unmodelled)
+        corrections = Corrections.of(spec, [])
+        by_both = largest_batch(spec, target, corrections, above=CONVOLUTIONS_ABOVE,
+                                above_bytes=above_bytes, checked=False)  # fmt: skip
+        by_26_percent = largest_batch(spec, target, corrections, above=CONVOLUTIONS_ABOVE,
+                                      checked=False)  # fmt: skip
+        assert by_both is not None and by_26_percent is not None and by_both < by_26_percent
+        assert e.largest_batch is not None and e.largest_batch_sure == min(by_both, e.largest_batch)
+    compiled = spec_of("model=tiny_cnn", "device=cuda", "batch_size=4", "precision=fp32",
+                       "compile=true")  # fmt: skip
+    e = estimate(compiled, target)
+    assert fake_step(compiled).strict_fp32_workspace_bytes == 0  # inside the graphs
+    assert e.device_peak_range[1] == pytest.approx(
+        e.device_peak_bytes * (1 + max(COMPILED_ABOVE, CONVOLUTIONS_ABOVE))
+        + STRICT_FP32_WORKSPACE_BYTES,
+        abs=1,
+    )
+    default = spec_of("model=tiny_cnn", "device=cuda", "batch_size=4")  # TF32 in cuDNN
+    e = estimate(default, target)
+    assert e.error_range == (UNCALIBRATED_RANGE[0], CONVOLUTIONS_ABOVE)
+    assert not any(said.startswith("strict fp32:") for said in e.unmodelled)
+    strict = spec_of("model=tiny_cnn", "device=cuda", "batch_size=4", "precision=fp32")
+    history = [measured_as(strict, fake_step(strict).peak_allocated_bytes)]
+    calibrated = estimate(strict, target, history)
+    assert calibrated.calibration is not None
+    assert calibrated.error_range == CALIBRATED_RANGE
 
 
 def test_a_target_other_than_where_the_kernels_were_probed_is_said():
