@@ -9,10 +9,10 @@ byte in those traces; where a kernel's choice is cuDNN's own, it is said.
 cuda_temporaries(func, args, out, tf32=...): rounds of temporaries, each round's alive together
 and freed before the next (the counter under the fake step, storage_bytes.py, makes them);
 tf32 says whether cuDNN runs fp32 convolutions in TF32 (Precision.cudnn_tf32).
-CudaTemporaries(tf32=...): the same for one fake step, keeping the largest workspace a forward
-of its convolutions in strict fp32 may take (strict_fp32_bytes).
-has_unmodelled_convolutions(model, channels_last=..., tensor_cores=...): whether cuDNN's
-heuristics decide workspaces beyond what is modelled, which widens the estimate's range.
+CudaTemporaries(tf32=...): the same for one fake step, keeping the bound of its strict-fp32
+convolutions' forward workspaces (strict_fp32_forward_bound).
+has_unmodelled_convolutions(model, channels_last=..., tensor_cores=...): whether cuDNN decides
+workspaces beyond what is modelled, which widens the estimate's range.
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ PATCH_WORKSPACE_EXTRA = 400  # the same, in ViT-S's patch kernel's weight gradie
 # its multiprocessors; these are the ones advisor's traces were taken on.
 MULTIPROCESSORS, THREADS_PER_MULTIPROCESSOR, WARP = 132, 2048, 32
 MAX_REDUCE_THREADS, MIN_VALUES_PER_THREAD, MAX_VALUES_PER_THREAD = 512, 16, 256
+# the largest strict-fp32 forward workspace seen at batches up to 128 (2.9 GB), rounded up: where
+# strict_fp32_forward_bound stops (experiments/2026-12-06-conv-workspace-survey)
+STRICT_FP32_FORWARD_CAP_BYTES = 3 * 2**30
 
 
 def cuda_temporaries(func: Any, args: Sequence[Any], out: Any, *, tf32: bool) -> list[list[int]]:
@@ -64,26 +67,29 @@ def cuda_temporaries(func: Any, args: Sequence[Any], out: Any, *, tf32: bool) ->
 class CudaTemporaries:
     """cuda_temporaries for one fake step. In strict fp32 no workspace is modelled, and cuDNN's
     benchmark takes the fastest algorithm whatever its workspace (2.4 GB for one 512-channel 3x3
-    of a VGG11 at batch 24): strict_fp32_bytes keeps the largest a forward of its convolutions'
-    shapes may take, for the estimate's upper side."""
+    of a VGG11 at batch 24): strict_fp32_forward_bound keeps the largest bound of its
+    convolutions' forwards (all of them, patch kernels too), up to STRICT_FP32_FORWARD_CAP_BYTES,
+    for the estimate's upper side."""
 
     def __init__(self, *, tf32: bool) -> None:
-        self.tf32, self.strict_fp32_bytes = tf32, 0
+        self.tf32, self.strict_fp32_forward_bound = tf32, 0
 
     def __call__(self, func: Any, args: Sequence[Any], out: Any) -> list[list[int]]:
-        if func is torch.ops.aten.convolution.default and not self.tf32:
-            bound = strict_fp32_forward_bound(args[0], args[1], out)
-            self.strict_fp32_bytes = max(self.strict_fp32_bytes, bound)
+        if func is torch.ops.aten.convolution.default and not self.tf32 and not args[6]:
+            bound = strict_fp32_forward_bound(args[0], args[1], out)  # (args[6]: transposed)
+            bound = min(max(self.strict_fp32_forward_bound, bound), STRICT_FP32_FORWARD_CAP_BYTES)
+            self.strict_fp32_forward_bound = bound
         return cuda_temporaries(func, args, out, tf32=self.tf32)
 
 
 def strict_fp32_forward_bound(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> int:
-    """The most a dense convolution's forward in strict fp32 may take: 64 bytes an (input
-    channel, output channel, output position), whatever the batch. Each of 1,026 such forwards
-    on the H100 (26 nets' layers, batches 24 to 128, cuDNN's heuristics or its benchmark) took
-    at most 0.93 of it (experiments/2026-12-06-conv-workspace-survey); grouped ones took 0.1 GB
-    in all, and are left out."""
-    if x.dtype is not torch.float32 or x.dim() != 4 or w.size(1) != x.size(1):
+    """A bound on a dense convolution's forward workspace in strict fp32: 64 bytes an (input
+    channel, output channel, output position), whatever the batch. Each of 1,026 such 2-d
+    forwards on the H100 (16 nets' layers, batches 24 to 128, cuDNN's heuristics or its
+    benchmark) took at most 0.93 of it; grouped ones took none
+    (experiments/2026-12-06-conv-workspace-survey, read.py strict). 1-d and 3-d ones, not
+    measured, take the same bound."""
+    if x.dtype is not torch.float32 or w.size(1) != x.size(1):
         return 0
     return 64 * x.size(1) * w.size(0) * (y.numel() // (y.size(0) * y.size(1)))
 
@@ -91,7 +97,7 @@ def strict_fp32_forward_bound(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor)
 def has_unmodelled_convolutions(
     model: nn.Module, *, channels_last: bool, tensor_cores: bool
 ) -> bool:
-    """Whether the model has a convolution whose workspaces cuDNN's heuristics decide beyond
+    """Whether the model has a convolution whose workspaces cuDNN decides beyond
     what the fake step models or the record holds within the usual range (which widens the
     estimate's range). Within it: a 2-d patch kernel, dense, unpadded and as wide as its
     stride (ViT's, Swin's; in any precision), and a 2-d kernel on channels-last input
@@ -167,10 +173,10 @@ def _cudnn_workspaces(
     - a patch kernel, as wide as its stride (ViT-S's): the weight's gradient only, 400 bytes
       more (Swin's and ConvNeXt's took 2-3% more); forward ran without transposing;
     - a 3x3 kernel over 3 channels, of stride 1 or 2 (VGG's, MobileNet's, EfficientNet's and
-      RegNet's stems, on an RGB image): forward without transposing in 45 of 48 runs of 9
-      shapes on the H100 (the 3 others took less), and in TF32 the weight's gradient too (21 of
-      21; experiments/2026-12-06-conv-workspace-survey; 16 bits measured in bf16); a 7x7 or
-      11x11 stem transposes.
+      RegNet's stems, on an RGB image): forward without transposing in 45 of 48 runs of 12
+      nets on the H100 (the 3 others took 108 bytes), and in TF32 the weight's gradient too (21
+      of 21; experiments/2026-12-06-conv-workspace-survey, read.py stems; 16 bits measured in
+      bf16); a 7x7 or 11x11 stem transposes.
     The same held in TF32 (a diffusion UNet's 3x3s, resnet50's strided 1x1s), where a forward
     sometimes transposed input and weight only. cuDNN's choice for 1x1 kernels of stride 1,
     grouped and depthwise ones varied with the shape where seen (resnet50's transposed in its

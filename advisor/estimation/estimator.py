@@ -21,6 +21,7 @@ from advisor import gpus
 from advisor.errors import EstimateError
 from advisor.estimation.allocator import ReplayOutOfMemory
 from advisor.estimation.corrections import Calibration, Corrections
+from advisor.estimation.cuda_workspaces import STRICT_FP32_FORWARD_CAP_BYTES
 from advisor.estimation.fake_step import FakeStep, fake_step, replayed_reserved, step_between
 from advisor.estimation.memory_line import fit
 from advisor.estimation.meta_model import meta_model_of
@@ -42,7 +43,7 @@ from advisor.target import Target
 # may not.
 UNCALIBRATED_RANGE = (-0.12, 0.05)
 CALIBRATED_RANGE = (-0.07, 0.06)
-# A net with convolutions whose workspaces cuDNN's heuristics decide beyond what is modelled
+# A net with convolutions whose workspaces cuDNN decides beyond what is modelled
 # (channels-first ones, strict fp32: cuda_workspaces.has_unmodelled_convolutions), uncalibrated,
 # was further above: those workspaces shape its reserve. Up to 25.3% on the catalog's resnet50
 # (fp32 checkpointed b256, channels-first) and 10.1% on a VGG11 no set had measured; and under
@@ -55,12 +56,11 @@ CALIBRATED_RANGE = (-0.07, 0.06)
 CONVOLUTIONS_ABOVE = 0.26
 # In strict fp32 cuDNN's benchmark (on in advisor's runs, as in most scripts) picks the fastest
 # algorithm whatever its workspace, unmodelled: a VGG11 at 24 reserved 37.7% above its estimate
-# (one 3x3's forward took 2.4 GB). Its upper side takes the most a forward of its convolutions'
-# shapes may take more (cuda_workspaces.strict_fp32_forward_bound), up to the largest forward
-# seen, 2.9 GB, rounded up; so does a compiled step, whose convolutions the step does not see.
-# The gradients' workspaces grow with the batch: on the two nets measured, within the 26%
+# (one 3x3's forward took 2.4 GB). So its upper side adds a bound that every measured forward
+# stayed within (cuda_workspaces.strict_fp32_forward_bound, capped at the largest seen); a
+# compiled step, whose convolutions run unseen in its graphs, adds the cap. The gradients'
+# workspaces grow with the batch: on the two nets measured, within the 26%
 # (experiments/2026-12-06-conv-workspace-survey).
-STRICT_FP32_WORKSPACE_BYTES = 3 * 2**30
 # Compiled, estimated with the torch the H200 ran (2.11) on 43 compiled specs, graph-broken ones
 # among them, the device peak was up to 13.4% above the estimate (a DDPM UNet) and the peak
 # allocated up to 3.7% (experiments/2026-12-03-compiled-estimate-same-torch). The estimate
@@ -189,12 +189,13 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     if step.unmodelled_convolutions and not corrections.calibration:
         high = CONVOLUTIONS_ABOVE
         if not spec.precision.cudnn_tf32:
-            seen = step.strict_fp32_workspace_bytes or STRICT_FP32_WORKSPACE_BYTES  # (compiled)
-            above_bytes = min(seen, STRICT_FP32_WORKSPACE_BYTES)
+            seen = step.strict_fp32_forward_bound_bytes
+            compiled = spec.compile and step.compiled_graphs > 0
+            above_bytes = STRICT_FP32_FORWARD_CAP_BYTES if compiled else seen
             unmodelled.append(
                 "strict fp32: cuDNN's benchmark picks convolution algorithms by speed, whatever "
                 f"their workspace; the range and the verdict take {above_bytes / 2**20:,.0f} MiB "
-                "more, the most a forward of such shapes took on an H100"
+                "more, a bound every forward of such shapes measured on an H100 stayed within"
             )
     if spec.compile and step.compiled_graphs == 0:
         unmodelled.append("torch.compile made no graph of the model: estimated as it ran, eagerly")

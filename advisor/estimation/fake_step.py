@@ -42,7 +42,7 @@ from advisor.trial import one_rank
 from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 
 TOP_MODULES = 10
-# cuDNN picks each convolution's kernel, and its workspace, on the GPU by its own heuristics.
+# cuDNN picks each convolution's kernel, and its workspace, on the GPU (advisor's runs: by speed).
 # The kernels a shape tells are modelled; channels-last and patch kernels kept the truth within
 # the estimate's usual range (cuda_workspaces.has_unmodelled_convolutions). Left out of the
 # H100's traces, the workspaces took 7.6% off RegNet's reserve in channels-last bf16, 6.3% off
@@ -79,10 +79,10 @@ class FakeStep:
     # (ATen's Conv_v8.cpp; seen in the traces of resnet50 and vit_b_16, never in gpt2's)
     first_step_releases_cache: bool = False
     # on CUDA, convolutions whose workspaces cuDNN decides beyond what is modelled
-    # (cuda_workspaces.has_unmodelled_convolutions): the estimate's range widens, in strict fp32
-    # by the largest workspace its convolutions' shapes allow (cuda_workspaces.CudaTemporaries)
+    # (cuda_workspaces.has_unmodelled_convolutions): the estimate's range widens
     unmodelled_convolutions: bool = False
-    strict_fp32_workspace_bytes: int = 0
+    # in strict fp32, a bound on its convolutions' forward workspaces (CudaTemporaries), capped
+    strict_fp32_forward_bound_bytes: int = 0
     # what the step could not run as CUDA would, in words (an attention kernel not probed)
     unmodelled: tuple[str, ...] = ()
     compiled_graphs: int = 0  # compiled: the forward graphs dynamo made (more: graph breaks)
@@ -228,7 +228,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         update_ratio=update_ratio,
         first_step_releases_cache=has_convolutions,
         unmodelled_convolutions=unmodelled_convolutions,
-        strict_fp32_workspace_bytes=temporaries.strict_fp32_bytes,
+        strict_fp32_forward_bound_bytes=temporaries.strict_fp32_forward_bound,
         unmodelled=tuple(sorted(unmodelled)),
         compiled_graphs=len(graphs),
         ddp_buckets_bytes=counter.bytes_of(buckets),

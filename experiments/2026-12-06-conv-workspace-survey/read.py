@@ -4,7 +4,11 @@ python read.py spread    # each checking-set spec measured twice (raw/runs, raw/
                          # device peak and peak allocated, second against first
 python read.py choices   # the layer tables: the benchmark's plan in two processes
                          # (check-1, check-2), and the benchmark's against the heuristics'
-python read.py stems     # 3x3 kernels over 3 channels: runs that took no workspace
+python read.py stems     # 3x3 kernels over 3 channels: runs that took no workspace, the
+                         # shapes and nets, and those that took one
+python read.py strict    # strict fp32's forward workspaces against the bound the estimate
+                         # takes (advisor's cuda_workspaces.strict_fp32_forward_bound), its
+                         # grouped ones, and its gradients' largest
 """
 
 import gzip
@@ -56,18 +60,25 @@ def choices() -> None:
 
 
 def stems() -> None:
-    forward, weight = [0, 0], [0, 0]
+    forward, weight, shapes, nets, others = [0, 0], [0, 0], set(), set(), []
     for name in sorted(p.name for p in RAW.glob("*.jsonl.gz")):
         for row in _rows(name):
             if row["x"][1] != 3 or row["w"][2:] != [3, 3] or row["precision"] == "fp32":
                 continue
+            shapes.add((row["precision"], tuple(row["w"]), tuple(row["stride"])))
+            nets.update(net.split("@")[0] for net in row["nets"])
             forward[0] += not row["runs"]["forward"]
             forward[1] += 1
+            if row["runs"]["forward"]:
+                others.append((name, row["nets"][0], row["runs"]["forward"]))
             if row["precision"] == "tf32":
                 weight[0] += not row["runs"]["weight"]
                 weight[1] += 1
     print(f"3x3 over 3 channels, 16 bits and TF32: no forward workspace in {forward[0]} of "
           f"{forward[1]} runs; TF32, no weight-gradient workspace in {weight[0]} of {weight[1]}")  # fmt: skip
+    print(f"{len(shapes)} (precision, weight, stride) shapes of {len(nets)} nets: {sorted(nets)}")
+    for name, net, sizes in others:
+        print(f"  a forward workspace: {name} {net} {sizes}")
 
 
 def strict() -> None:
@@ -75,10 +86,14 @@ def strict() -> None:
 
     from advisor.estimation.cuda_workspaces import strict_fp32_forward_bound
 
-    forwards, gradients = [], []
+    forwards, gradients, grouped = [], [], [0, 0]
     for name in sorted(p.name for p in RAW.glob("*.jsonl.gz")):
         for row in _rows(name):
-            if row["precision"] != "fp32" or row["groups"] != 1:
+            if row["precision"] != "fp32":
+                continue
+            if row["groups"] != 1:
+                grouped[0] += sum(max(sizes, default=0) for sizes in row["runs"].values())
+                grouped[1] += max(row["runs"]["forward"], default=0)
                 continue
             x, w = (torch.empty(row[k], device="meta") for k in ("x", "w"))
             geometry = (row["stride"], row["padding"], row["dilation"], False, [0, 0], 1)
@@ -93,6 +108,7 @@ def strict() -> None:
           "strict_fp32_forward_bound:")  # fmt: skip
     for ratio, name, x, w in sorted(forwards, reverse=True)[:3]:
         print(f"  {ratio:.2f} {name} x={x} w={w}")
+    print(f"grouped: {grouped[0]:,} bytes over all their runs, {grouped[1]:,} in forwards")
     print(f"{len(gradients)} gradient runs; the largest, and as multiples of input + output:")
     for size, io, name, run, x, w in sorted(gradients, reverse=True)[:5]:
         print(f"  {size:,} ({io:.2f}) {name} {run} x={x} w={w}")

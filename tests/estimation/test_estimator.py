@@ -16,11 +16,11 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from advisor.estimation.allocator import ReplayOutOfMemory
 from advisor.estimation.corrections import CUBLAS_WORKSPACE_BYTES, REPLAY_MARGIN, Corrections
+from advisor.estimation.cuda_workspaces import STRICT_FP32_FORWARD_CAP_BYTES
 from advisor.estimation.estimator import (
     CALIBRATED_RANGE,
     COMPILED_ABOVE,
     CONVOLUTIONS_ABOVE,
-    STRICT_FP32_WORKSPACE_BYTES,
     UNCALIBRATED_RANGE,
     FitVerdict,
     estimate,
@@ -145,18 +145,18 @@ def test_a_channels_first_conv_nets_range_and_verdict_reach_26_percent_above():
     assert not any("cuDNN" in said for said in e.unmodelled)
 
 
-def test_a_strict_fp32_conv_nets_upper_side_takes_the_largest_workspace_its_shapes_allow():
+def test_a_strict_fp32_conv_nets_upper_side_takes_a_bound_on_its_forward_workspaces():
     """In strict fp32 cuDNN's benchmark picks algorithms by speed whatever their workspace, and a
     VGG11 at 24 reserved 37.7% above its estimate, beyond the 26%: uncalibrated, the range and
-    the verdict take the most a forward of its convolutions' shapes took (up to 3 GiB), in
-    either layout (strict fp32 in channels-last was not measured: kept as it was, unmodelled);
-    compiled, whose convolutions the step does not see, 3 GiB. Calibrated, neither."""
+    the verdict add a bound every measured forward of such shapes stayed within (up to 3 GiB),
+    in either layout (strict fp32 in channels-last was not measured: kept as it was,
+    unmodelled); compiled, whose convolutions the step does not see, 3 GiB. Calibrated, none."""
     target = Target("a GPU", DEFAULT_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES + 8 * 2**30, 0.0)
     for layout in ("channels_last=false", "channels_last=true"):
         spec = spec_of("model=tiny_cnn", "device=cuda", "batch_size=4", "precision=fp32", layout)
         step, e = fake_step(spec), estimate(spec, target)
-        above_bytes = step.strict_fp32_workspace_bytes
-        assert 0 < above_bytes < STRICT_FP32_WORKSPACE_BYTES  # a tiny net's is small
+        above_bytes = step.strict_fp32_forward_bound_bytes
+        assert 0 < above_bytes < STRICT_FP32_FORWARD_CAP_BYTES  # a tiny net's is small
         assert e.device_peak_range[1] == pytest.approx(
             e.device_peak_bytes * (1 + CONVOLUTIONS_ABOVE) + above_bytes, abs=1
         )
@@ -171,10 +171,10 @@ def test_a_strict_fp32_conv_nets_upper_side_takes_the_largest_workspace_its_shap
     compiled = spec_of("model=tiny_cnn", "device=cuda", "batch_size=4", "precision=fp32",
                        "compile=true")  # fmt: skip
     e = estimate(compiled, target)
-    assert fake_step(compiled).strict_fp32_workspace_bytes == 0  # inside the graphs
+    assert fake_step(compiled).strict_fp32_forward_bound_bytes == 0  # inside the graphs
     assert e.device_peak_range[1] == pytest.approx(
         e.device_peak_bytes * (1 + max(COMPILED_ABOVE, CONVOLUTIONS_ABOVE))
-        + STRICT_FP32_WORKSPACE_BYTES,
+        + STRICT_FP32_FORWARD_CAP_BYTES,
         abs=1,
     )
     default = spec_of("model=tiny_cnn", "device=cuda", "batch_size=4")  # TF32 in cuDNN
