@@ -59,8 +59,8 @@ CONVOLUTIONS_ABOVE = 0.26
 # (one 3x3's forward took 2.4 GB). So its upper side adds a bound that every measured forward
 # stayed within (cuda_workspaces.strict_fp32_forward_bound, capped at the largest seen); a
 # compiled step, whose convolutions run unseen in its graphs, adds the cap. The gradients'
-# workspaces grow with the batch: on the two nets measured, within the 26%
-# (experiments/2026-12-06-conv-workspace-survey).
+# workspaces, which grow with the batch, are not in it: the two nets measured stayed within the
+# 26% and the bound (experiments/2026-12-06-conv-workspace-survey).
 # Compiled, estimated with the torch the H200 ran (2.11) on 43 compiled specs, graph-broken ones
 # among them, the device peak was up to 13.4% above the estimate (a DDPM UNet) and the peak
 # allocated up to 3.7% (experiments/2026-12-03-compiled-estimate-same-torch). The estimate
