@@ -17,7 +17,8 @@
                  and the mask it keeps, dropout's bool mask, fp32 grouped matmuls)
 - cuda_workspaces.py what CUDA's kernels allocate and free inside themselves (the reduction
                  kernel's partial sums, attention's and cuDNN's workspaces, softmax's row check),
-                 and which convolutions' kernels cuDNN picks beyond what is modelled
+                 which convolutions' kernels cuDNN picks beyond what is modelled, and a bound
+                 on strict fp32's forward workspaces
 - masks.py       transformers' attention masks decided on fake tensors as a real run does
 - real_draws.py  what a fake step cannot know, as a real run has it: a draw of one random
                  number (LayerDrop's), a bincount's length where a minlength bounds it
