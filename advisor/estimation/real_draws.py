@@ -29,7 +29,8 @@ class RealScalarDraws(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if _one_draw(func, args, kwargs) and not torch.compiler.is_compiling():
+        # (compiling first: dynamo traces this for every call in the model's graphs)
+        if not torch.compiler.is_compiling() and _one_draw(func, args, kwargs):
             with _disable_current_modes(), torch._C.DisableTorchFunction():
                 drawn = torch.rand([], generator=kwargs.get("generator")).item()
             return torch.tensor(drawn, dtype=kwargs.get("dtype") or torch.get_default_dtype())
