@@ -9,8 +9,9 @@ byte in those traces; where a kernel's choice is cuDNN's own, it is said.
 cuda_temporaries(func, args, out, tf32=...): rounds of temporaries, each round's alive together
 and freed before the next (the counter under the fake step, storage_bytes.py, makes them);
 tf32 says whether cuDNN runs fp32 convolutions in TF32 (Precision.cudnn_tf32).
-CudaTemporaries(tf32=...): the same for one fake step, keeping the bound of its strict-fp32
-convolutions' forward workspaces (strict_fp32_forward_bound).
+CudaTemporaries(tf32=..., channels_last=...): the same for one fake step, keeping the bound of
+its strict-fp32 convolutions' forward workspaces (strict_fp32_forward_bound), and whether a
+convolution ran, and one whose workspaces cuDNN decides beyond the record.
 has_unmodelled_convolutions(model, channels_last=..., tensor_cores=...): whether cuDNN decides
 workspaces beyond what is modelled, which widens the estimate's range.
 """
@@ -69,17 +70,43 @@ class CudaTemporaries:
     benchmark takes the fastest algorithm whatever its workspace (2.4 GB for one 512-channel 3x3
     of a VGG11 at batch 24): strict_fp32_forward_bound keeps the largest bound of its
     convolutions' forwards (all of them, patch kernels too), up to STRICT_FP32_FORWARD_CAP_BYTES,
-    for the estimate's upper side."""
+    for the estimate's upper side. It also keeps whether a convolution ran, and whether one ran
+    whose workspaces cuDNN decides beyond the record (has_unmodelled_convolutions' rule, by the
+    call's shapes and the spec's layout, channels_last): a functional one (F.conv2d) is in no
+    module's scan."""
 
-    def __init__(self, *, tf32: bool) -> None:
-        self.tf32, self.strict_fp32_forward_bound = tf32, 0
+    def __init__(self, *, tf32: bool, channels_last: bool = False) -> None:
+        self.tf32, self.channels_last, self.strict_fp32_forward_bound = tf32, channels_last, 0
+        self.convolutions = self.unmodelled_convolutions = False
 
     def __call__(self, func: Any, args: Sequence[Any], out: Any) -> list[list[int]]:
-        if func is torch.ops.aten.convolution.default and not self.tf32 and not args[6]:
-            bound = strict_fp32_forward_bound(args[0], args[1], out)  # (args[6]: transposed)
+        if func is torch.ops.aten.convolution.default:
+            self._note_convolution(args, out)
+        return cuda_temporaries(func, args, out, tf32=self.tf32)
+
+    def convolutions_of(self, model: nn.Module) -> tuple[bool, bool]:
+        """Whether the step had a convolution, and one whose workspaces cuDNN decides beyond the
+        record: by the calls the step made and by the model's modules (a compiled step's ran
+        unseen in its graphs)."""
+        modules = any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
+        beyond = has_unmodelled_convolutions(
+            model, channels_last=self.channels_last, tensor_cores=self.tf32
+        )
+        return self.convolutions or modules, self.unmodelled_convolutions or beyond
+
+    def _note_convolution(self, args: Sequence[Any], out: torch.Tensor) -> None:
+        x, w, stride, padding, dilation, transposed, groups = *args[:2], *args[3:7], args[8]
+        self.convolutions = True
+        two_d, dense = w.dim() == 4 and not transposed, groups == 1 and set(dilation) == {1}
+        kernel, unpadded = tuple(w.shape[2:]), not any(padding)
+        within = _within_the_record(
+            two_d, dense, unpadded, kernel, tuple(stride), self.channels_last, self.tf32
+        )
+        self.unmodelled_convolutions = self.unmodelled_convolutions or not within
+        if not self.tf32 and not transposed:
+            bound = strict_fp32_forward_bound(x, w, out)
             bound = min(max(self.strict_fp32_forward_bound, bound), STRICT_FP32_FORWARD_CAP_BYTES)
             self.strict_fp32_forward_bound = bound
-        return cuda_temporaries(func, args, out, tf32=self.tf32)
 
 
 def strict_fp32_forward_bound(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> int:
@@ -107,20 +134,34 @@ def has_unmodelled_convolutions(
     DenseNet, VGG, wide ResNet, ResNeXt, MnasNet, ShuffleNet and ConvNeXt in channels-last;
     ViT-B/32 and Swin-V2-T: experiments/2026-12-06-channels-last-range)."""
     return not all(
-        _within_the_record(m, channels_last, tensor_cores)
+        _module_within_the_record(m, channels_last, tensor_cores)
         for m in model.modules()
         if isinstance(m, nn.modules.conv._ConvNd)
     )
 
 
-def _within_the_record(
+def _module_within_the_record(
     convolution: nn.modules.conv._ConvNd, channels_last: bool, tensor_cores: bool
 ) -> bool:
-    if not isinstance(convolution, nn.Conv2d):  # 1-d, 3-d and transposed: not traced so
-        return False
+    two_d = isinstance(convolution, nn.Conv2d)  # (ConvTranspose2d is not one)
     dense = convolution.groups == 1 and convolution.dilation == (1, 1)
     unpadded = convolution.padding in ((0, 0), "valid")
     kernel, stride = tuple(convolution.kernel_size), tuple(convolution.stride)
+    return _within_the_record(two_d, dense, unpadded, kernel, stride, channels_last, tensor_cores)
+
+
+def _within_the_record(
+    two_d: bool,
+    dense: bool,
+    unpadded: bool,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    channels_last: bool,
+    tensor_cores: bool,
+) -> bool:
+    """has_unmodelled_convolutions' rule for one convolution, a module or a call."""
+    if not two_d:  # 1-d, 3-d and transposed: not traced so
+        return False
     if dense and unpadded and _is_patch(kernel, stride):
         return True
     return channels_last and tensor_cores

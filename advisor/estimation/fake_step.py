@@ -24,7 +24,6 @@ import torch
 from hydra.utils import instantiate
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.nn.modules.conv import _ConvNd
 from torch.utils._pytree import tree_leaves
 
 from advisor.errors import AdvisorError, EstimateError, error_line, where_in_the_users_code
@@ -32,7 +31,7 @@ from advisor.estimation import job_rank
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.compiled_step import compiled
 from advisor.estimation.cuda_emulation import step_precision
-from advisor.estimation.cuda_workspaces import CudaTemporaries, has_unmodelled_convolutions
+from advisor.estimation.cuda_workspaces import CudaTemporaries
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
@@ -132,7 +131,7 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def _run_fake_step(spec: TrialSpec) -> FakeStep:
     gpu = spec.device is Device.cuda
-    temporaries = CudaTemporaries(tf32=spec.precision.cudnn_tf32)
+    temporaries = CudaTemporaries(tf32=spec.precision.cudnn_tf32, channels_last=spec.channels_last)
     counter = StorageBytes(BLOCK, temporaries) if gpu else StorageBytes(1)
     cpu = torch.device("cpu")
     work = workload_of(spec.model)
@@ -203,9 +202,8 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
                 loss.backward()
             del loss
         grads_bytes = counter.bytes_of([p.grad for p in params if p.grad is not None])
-        has_convolutions = gpu and any(isinstance(m, _ConvNd) for m in model.modules())
-        unmodelled_convolutions = gpu and has_unmodelled_convolutions(
-            model, channels_last=spec.channels_last, tensor_cores=spec.precision.cudnn_tf32
+        has_convolutions, unmodelled_convolutions = (
+            temporaries.convolutions_of(model) if gpu else (False, False)
         )
         if unmodelled_convolutions:
             unmodelled.add(CUDNN_UNMODELLED)

@@ -145,6 +145,23 @@ def test_a_channels_first_conv_nets_range_and_verdict_reach_26_percent_above():
     assert not any("cuDNN" in said for said in e.unmodelled)
 
 
+def test_a_convolution_called_as_a_function_widens_the_range_as_a_modules_does():
+    """A channels-first convolution the model calls through F.conv2d, in no nn.Conv2d, is one
+    cuDNN picks workspaces for as it does a module's: the range takes 26% above, and strict
+    fp32 its bound; in channels-last with tensor cores the usual range holds."""
+    target = Target("a GPU", DEFAULT_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES + 2**30, 0.0)
+    workload = f"workload={EDGES}:functional_convolution"
+    first = spec_of(workload, "device=cuda", "batch_size=4", "precision=bf16")
+    step = fake_step(first)
+    assert step.unmodelled_convolutions and step.first_step_releases_cache
+    assert estimate(first, target).error_range == (UNCALIBRATED_RANGE[0], CONVOLUTIONS_ABOVE)
+    strict = fake_step(spec_of(workload, "device=cuda", "batch_size=4", "precision=fp32"))
+    assert strict.strict_fp32_forward_bound_bytes == 64 * 3 * 8 * 32 * 32
+    last = spec_of(workload, "device=cuda", "batch_size=4", "precision=bf16", "channels_last=true")
+    assert not fake_step(last).unmodelled_convolutions
+    assert estimate(last, target).error_range == UNCALIBRATED_RANGE
+
+
 def test_a_strict_fp32_conv_nets_upper_side_takes_a_bound_on_its_forward_workspaces():
     """In strict fp32 cuDNN's benchmark picks algorithms by speed whatever their workspace, and a
     VGG11 at 24 reserved 37.7% above its estimate, beyond the 26%: uncalibrated, the range and

@@ -3,8 +3,9 @@ torchvision's RegNet computes its widths), experts multiplied by torch's grouped
 (as transformers' mixture-of-experts layers are), a forward whose shapes depend on the data,
 LayerDrop's draw (as transformers 5.17's BART, OPT and Whisper make it), a router whose experts
 are counted by bincount (as transformers 5.17's Mixtral balances its load), an MLP whose
-compiled backward recomputes what eager's keeps, layers to checkpoint, and a vocabulary-wide
-head whose width inductor pads (gpt2's 50257)."""
+compiled backward recomputes what eager's keeps, layers to checkpoint, a vocabulary-wide
+head whose width inductor pads (gpt2's 50257), and a convolution called as a function, in no
+nn.Conv2d (as some models' own layers call F.conv2d)."""
 
 import torch
 from torch import nn
@@ -135,4 +136,28 @@ def wide_head() -> advisor.Workload:
 def head_batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(batch_size, 768, device=device), torch.randint(
         50256, (batch_size,), device=device
+    )
+
+
+class FunctionalConvolution(nn.Module):
+    """A 3x3 convolution whose weight is the module's own parameter, called through F.conv2d."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(8, 3, 3, 3) / 27**0.5)
+        self.head = nn.Linear(8, WIDTH)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(F.conv2d(x, self.weight, padding=1).mean(dim=(2, 3)))
+
+
+def image_batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(batch_size, 3, 32, 32, device=device), torch.randint(
+        WIDTH, (batch_size,), device=device
+    )
+
+
+def functional_convolution() -> advisor.Workload:
+    return advisor.Workload(
+        name="functional_convolution", model=FunctionalConvolution, batch=image_batch
     )
