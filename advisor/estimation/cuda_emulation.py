@@ -203,10 +203,13 @@ def _math_attention(
 ) -> torch.Tensor:
     """CUDA's math path as it runs there: in fp32 for 16-bit inputs (the H200 kept T5's bf16
     softmax in fp32), its dropout CUDA's fused one, which keeps a bool mask (the CPU's math path
-    keeps a float one: a third matrix more)."""
+    keeps a float one: a third matrix more). Compiled, autocast reaches the matmuls inside it:
+    the H100's compiled T5 kept 16-bit copies of q, k and v and no fp32 attention matrix beside
+    its softmax (experiments/2026-12-06-compiled-unseen-recheck)."""
     dtype = q.dtype
     q, k, v, attn_mask = _cast((q, k, v, attn_mask), torch.float32)
-    if dropout_p == 0.0:
+    operands = dtype if torch.compiler.is_compiling() else torch.float32
+    if dropout_p == 0.0 and operands is torch.float32:
         return torch.ops.aten._scaled_dot_product_attention_math(
             q, k, v, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
         )[0].to(dtype)
@@ -214,15 +217,17 @@ def _math_attention(
         repeats = q.size(-3) // k.size(-3)
         k, v = k.repeat_interleave(repeats, -3), v.repeat_interleave(repeats, -3)
     root = math.sqrt(scale if scale is not None else 1 / math.sqrt(q.size(-1)))
-    attn = (q * root) @ (k * root).transpose(-2, -1)
+    attn = (q * root).to(operands) @ (k * root).transpose(-2, -1).to(operands)
     if is_causal:
         attn_mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).tril()
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         attn = attn.masked_fill(~attn_mask, float("-inf"))
-    elif attn_mask is not None:
-        attn = attn + attn_mask
-    attn = torch.native_dropout(torch.ops.aten._safe_softmax(attn, -1), dropout_p, True)[0]
-    return (attn @ v).to(dtype)
+    elif attn_mask is not None:  # (compiled, in place as aten's: 16-bit scores stay so)
+        attn = attn.add_(attn_mask) if operands is not torch.float32 else attn + attn_mask
+    attn = torch.ops.aten._safe_softmax(attn.float(), -1)
+    if dropout_p > 0.0:
+        attn = torch.native_dropout(attn, dropout_p, True)[0]
+    return (attn.to(operands) @ v.to(operands)).to(dtype)
 
 
 def _fused_dropout(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from conftest import spec_of
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn import functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from advisor.estimation.cuda_emulation import step_precision
 from advisor.estimation.cuda_workspaces import cuda_temporaries
@@ -82,3 +85,40 @@ def test_grouped_heads_with_dropout_keep_no_attention_matrix_in_16_bits():
 
             assert kept_by(attention, counter) < matrix / 2  # its output, q, k, v in 16 bits
     assert [n for n in unmodelled if "a mask and a dropout" in n]  # not probed: said
+
+
+def test_the_math_paths_matmuls_run_in_fp32_eager_and_in_16_bits_compiled():
+    """CUDA's math path (taken for T5's permuted position bias) multiplies 16-bit q, k and v in
+    fp32 eagerly; compiled, autocast reaches its matmuls: the H100's compiled T5 kept 16-bit
+    copies of q, k and v and no fp32 attention matrix beside its softmax, where the estimate
+    had it 31% over (experiments/2026-12-06-compiled-unseen-recheck)."""
+    operands: list[torch.dtype] = []
+
+    class Matmuls(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            if func is torch.ops.aten.bmm.default:
+                operands.extend(a.dtype for a in args)
+            return func(*args, **(kwargs or {}))
+
+    def traced(gm: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
+        for node in gm.graph.nodes:  # (the graph as dynamo traced it, the emulation in it)
+            if node.target in (operator.matmul, torch.matmul):
+                operands.extend(a.meta["example_value"].dtype for a in node.args)
+        return gm.forward
+
+    def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> Any:
+        return F.scaled_dot_product_attention(q, k, v, bias, dropout_p=0.1)
+
+    q, k, v = (torch.randn(2, 4, 16, 8, dtype=torch.bfloat16) for _ in range(3))
+    bias = torch.randn(2, 4, 16, 16).transpose(-1, -2)  # its last dimension not contiguous
+    spec = spec_of("model=tiny_mlp", "device=cuda", "precision=bf16")
+    with step_precision(spec, set()), Matmuls():
+        attention(q, k, v, bias)
+    assert operands and set(operands) == {torch.float32}
+    operands.clear()
+    try:
+        with step_precision(spec, set()):
+            torch.compile(attention, backend=traced)(q, k, v, bias)
+    finally:
+        torch._dynamo.reset()
+    assert operands and set(operands) == {torch.bfloat16}
