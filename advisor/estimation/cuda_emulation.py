@@ -47,7 +47,7 @@ def step_precision(spec: TrialSpec, unmodelled: set[str]) -> Iterator[None]:
     dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}.get(spec.precision)
     with contextlib.ExitStack() as stack:
         if spec.device is Device.cuda:
-            stack.enter_context(_CudaKernels(unmodelled))
+            stack.enter_context(_CudaKernels(unmodelled, autocast=dtype))
             if dtype is not None:
                 stack.enter_context(_CudaAutocast(dtype))
         elif dtype is not None:
@@ -114,9 +114,9 @@ class _CudaKernels(TorchFunctionMode):
       _GroupedMatmul, which allocates what the kernel does;
     - dropout, which keeps a bool mask, not the CPU's scaled noise (_fused_dropout)."""
 
-    def __init__(self, unmodelled: set[str]) -> None:
+    def __init__(self, unmodelled: set[str], autocast: torch.dtype | None) -> None:
         super().__init__()
-        self.unmodelled = unmodelled
+        self.unmodelled, self.autocast = unmodelled, autocast  # (autocast: its 16-bit dtype)
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
@@ -124,7 +124,7 @@ class _CudaKernels(TorchFunctionMode):
         if name in COMPOSITES:
             return _inside(self, func, args, kwargs)
         if name == "scaled_dot_product_attention":
-            return _fused_attention(self.unmodelled, *args, **kwargs)
+            return _fused_attention(self.unmodelled, self.autocast, *args, **kwargs)
         if func is F.dropout or func is torch.dropout:
             return _fused_dropout(func, args, kwargs)
         if name in ("grouped_mm", "_grouped_mm") and len(args) >= 2:
@@ -136,6 +136,7 @@ class _CudaKernels(TorchFunctionMode):
 
 def _fused_attention(
     unmodelled: set[str],
+    autocast: torch.dtype | None,
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
@@ -156,7 +157,8 @@ def _fused_attention(
     aten = torch.ops.aten
     kernel = cuda_attention_kernel(q, k, attn_mask, enable_gqa)
     if kernel == "math":
-        return _math_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        matmuls = autocast if autocast and torch.compiler.is_compiling() else torch.float32
+        return _math_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, matmuls)
     if kernel == "unprobed":
         unmodelled.add(
             f"attention with heads of {q.size(-1)}: CUDA's kernel for it was not probed, the "
@@ -200,16 +202,17 @@ def _math_attention(
     is_causal: bool,
     scale: float | None,
     enable_gqa: bool,
+    matmuls: torch.dtype,
 ) -> torch.Tensor:
     """CUDA's math path as it runs there: in fp32 for 16-bit inputs (the H200 kept T5's bf16
     softmax in fp32), its dropout CUDA's fused one, which keeps a bool mask (the CPU's math path
-    keeps a float one: a third matrix more). Compiled, autocast reaches the matmuls inside it:
-    the H100's compiled T5 kept 16-bit copies of q, k and v and no fp32 attention matrix beside
-    its softmax (experiments/2026-12-06-compiled-unseen-recheck)."""
+    keeps a float one: a third matrix more). Its matmuls take `matmuls`, fp32 but in a compiled
+    step under autocast, whose casts reach inside the path once AOTAutograd traces it: the
+    H100's compiled T5 (bf16) kept 16-bit copies of q, k and v and no fp32 attention matrix
+    beside its softmax (experiments/2026-12-06-compiled-unseen-recheck)."""
     dtype = q.dtype
     q, k, v, attn_mask = _cast((q, k, v, attn_mask), torch.float32)
-    operands = dtype if torch.compiler.is_compiling() else torch.float32
-    if dropout_p == 0.0 and operands is torch.float32:
+    if dropout_p == 0.0 and matmuls is torch.float32:
         return torch.ops.aten._scaled_dot_product_attention_math(
             q, k, v, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
         )[0].to(dtype)
@@ -217,17 +220,17 @@ def _math_attention(
         repeats = q.size(-3) // k.size(-3)
         k, v = k.repeat_interleave(repeats, -3), v.repeat_interleave(repeats, -3)
     root = math.sqrt(scale if scale is not None else 1 / math.sqrt(q.size(-1)))
-    attn = (q * root).to(operands) @ (k * root).transpose(-2, -1).to(operands)
+    attn = (q * root).to(matmuls) @ (k * root).transpose(-2, -1).to(matmuls)
     if is_causal:
         attn_mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).tril()
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         attn = attn.masked_fill(~attn_mask, float("-inf"))
-    elif attn_mask is not None:  # (compiled, in place as aten's: 16-bit scores stay so)
-        attn = attn.add_(attn_mask) if operands is not torch.float32 else attn + attn_mask
-    attn = torch.ops.aten._safe_softmax(attn.float(), -1)
+    elif attn_mask is not None:
+        attn = attn + attn_mask
+    attn = torch.ops.aten._safe_softmax(attn.float(), -1)  # (autocast's: softmax in fp32)
     if dropout_p > 0.0:
         attn = torch.native_dropout(attn, dropout_p, True)[0]
-    return (attn.to(operands) @ v.to(operands)).to(dtype)
+    return (attn.to(matmuls) @ v.to(matmuls)).to(dtype)
 
 
 def _fused_dropout(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:

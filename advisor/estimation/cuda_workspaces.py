@@ -75,9 +75,9 @@ class CudaTemporaries:
     call's shapes and the spec's layout, channels_last): a functional one (F.conv2d) is in no
     module's scan."""
 
-    def __init__(self, *, tf32: bool, channels_last: bool = False) -> None:
+    def __init__(self, *, tf32: bool, channels_last: bool) -> None:
         self.tf32, self.channels_last, self.strict_fp32_forward_bound = tf32, channels_last, 0
-        self.convolutions = self.unmodelled_convolutions = False
+        self.ran_convolution = self.ran_unmodelled_convolution = False
 
     def __call__(self, func: Any, args: Sequence[Any], out: Any) -> list[list[int]]:
         if func is torch.ops.aten.convolution.default:
@@ -86,23 +86,32 @@ class CudaTemporaries:
 
     def convolutions_of(self, model: nn.Module) -> tuple[bool, bool]:
         """Whether the step had a convolution, and one whose workspaces cuDNN decides beyond the
-        record: by the calls the step made and by the model's modules (a compiled step's ran
-        unseen in its graphs)."""
-        modules = any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
-        beyond = has_unmodelled_convolutions(
+        record: by the calls the step ran, and by the model's modules, which stand for those a
+        compiled step ran unseen in its graphs (a compiled step's functional ones are missed)."""
+        has_modules = any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
+        modules_beyond = has_unmodelled_convolutions(
             model, channels_last=self.channels_last, tensor_cores=self.tf32
         )
-        return self.convolutions or modules, self.unmodelled_convolutions or beyond
+        return (
+            self.ran_convolution or has_modules,
+            self.ran_unmodelled_convolution or modules_beyond,
+        )
 
     def _note_convolution(self, args: Sequence[Any], out: torch.Tensor) -> None:
+        # aten.convolution's arguments: input, weight, bias, stride, padding, dilation,
+        # transposed, output_padding, groups
         x, w, stride, padding, dilation, transposed, groups = *args[:2], *args[3:7], args[8]
-        self.convolutions = True
-        two_d, dense = w.dim() == 4 and not transposed, groups == 1 and set(dilation) == {1}
-        kernel, unpadded = tuple(w.shape[2:]), not any(padding)
+        self.ran_convolution = True
         within = _within_the_record(
-            two_d, dense, unpadded, kernel, tuple(stride), self.channels_last, self.tf32
+            two_d=w.dim() == 4 and not transposed,
+            dense=groups == 1 and set(dilation) == {1},
+            unpadded=not any(padding),
+            kernel=tuple(w.shape[2:]),
+            stride=tuple(stride),
+            channels_last=self.channels_last,
+            tensor_cores=self.tf32,
         )
-        self.unmodelled_convolutions = self.unmodelled_convolutions or not within
+        self.ran_unmodelled_convolution = self.ran_unmodelled_convolution or not within
         if not self.tf32 and not transposed:
             bound = strict_fp32_forward_bound(x, w, out)
             bound = min(max(self.strict_fp32_forward_bound, bound), STRICT_FP32_FORWARD_CAP_BYTES)
@@ -143,14 +152,19 @@ def has_unmodelled_convolutions(
 def _module_within_the_record(
     convolution: nn.modules.conv._ConvNd, channels_last: bool, tensor_cores: bool
 ) -> bool:
-    two_d = isinstance(convolution, nn.Conv2d)  # (ConvTranspose2d is not one)
-    dense = convolution.groups == 1 and convolution.dilation == (1, 1)
-    unpadded = convolution.padding in ((0, 0), "valid")
-    kernel, stride = tuple(convolution.kernel_size), tuple(convolution.stride)
-    return _within_the_record(two_d, dense, unpadded, kernel, stride, channels_last, tensor_cores)
+    return _within_the_record(
+        two_d=isinstance(convolution, nn.Conv2d),  # (ConvTranspose2d is not one)
+        dense=convolution.groups == 1 and convolution.dilation == (1, 1),
+        unpadded=convolution.padding in ((0, 0), "valid"),
+        kernel=tuple(convolution.kernel_size),
+        stride=tuple(convolution.stride),
+        channels_last=channels_last,
+        tensor_cores=tensor_cores,
+    )
 
 
 def _within_the_record(
+    *,
     two_d: bool,
     dense: bool,
     unpadded: bool,

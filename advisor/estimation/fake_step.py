@@ -43,10 +43,10 @@ from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 TOP_MODULES = 10
 # cuDNN picks each convolution's kernel, and its workspace, on the GPU (advisor's runs: by speed).
 # The kernels a shape tells are modelled; channels-last and patch kernels kept the truth within
-# the estimate's usual range (cuda_workspaces.has_unmodelled_convolutions). Left out of the
-# H100's traces, the workspaces took 7.6% off RegNet's reserve in channels-last bf16, 6.3% off
-# Whisper's in bf16 and 11.2% off a checkpointed resnet50's in strict fp32
-# (estimator.CONVOLUTIONS_ABOVE).
+# the estimate's usual range (cuda_workspaces.has_unmodelled_convolutions, for the step's calls
+# and the model's modules: CudaTemporaries.convolutions_of). Left out of the H100's traces, the
+# workspaces took 7.6% off RegNet's reserve in channels-last bf16, 6.3% off Whisper's in bf16
+# and 11.2% off a checkpointed resnet50's in strict fp32 (estimator.CONVOLUTIONS_ABOVE).
 CUDNN_UNMODELLED = (
     "cuDNN's convolution workspaces but for the kernels a shape tells (cuDNN picks its "
     "kernels on the GPU): a resnet50 in strict fp32 needed 25.3% more device memory"
@@ -78,7 +78,7 @@ class FakeStep:
     # (ATen's Conv_v8.cpp; seen in the traces of resnet50 and vit_b_16, never in gpt2's)
     first_step_releases_cache: bool = False
     # on CUDA, convolutions whose workspaces cuDNN decides beyond what is modelled
-    # (cuda_workspaces.has_unmodelled_convolutions): the estimate's range widens
+    # (CudaTemporaries.convolutions_of): the estimate's range widens
     unmodelled_convolutions: bool = False
     # in strict fp32, a bound on its convolutions' forward workspaces (CudaTemporaries), capped
     strict_fp32_forward_bound_bytes: int = 0

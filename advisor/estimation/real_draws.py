@@ -29,7 +29,8 @@ class RealScalarDraws(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        # (compiling first: dynamo traces this for every call in the model's graphs)
+        # (compiling first: dynamo traces this for every call in a compiled model, and need
+        # not trace the draw's check; no gain showed within the noise of one compile)
         if not torch.compiler.is_compiling() and _one_draw(func, args, kwargs):
             with _disable_current_modes(), torch._C.DisableTorchFunction():
                 drawn = torch.rand([], generator=kwargs.get("generator")).item()

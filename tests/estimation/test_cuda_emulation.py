@@ -11,6 +11,7 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 import torch
 from conftest import spec_of
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -87,15 +88,29 @@ def test_grouped_heads_with_dropout_keep_no_attention_matrix_in_16_bits():
     assert [n for n in unmodelled if "a mask and a dropout" in n]  # not probed: said
 
 
-def test_the_math_paths_matmuls_run_in_fp32_eager_and_in_16_bits_compiled():
+@pytest.mark.parametrize(
+    ("precision", "dropout", "compiled", "multiplied_in"),
+    [
+        ("bf16", 0.1, False, torch.float32),
+        ("bf16", 0.0, False, torch.float32),
+        ("bf16", 0.1, True, torch.bfloat16),
+        ("bf16", 0.0, True, torch.bfloat16),
+        ("default", 0.1, True, torch.float32),  # no autocast: nothing casts inside it
+    ],
+)
+def test_the_math_paths_matmuls_run_in_fp32_but_compiled_under_autocast(
+    precision: str, dropout: float, compiled: bool, multiplied_in: torch.dtype
+) -> None:
     """CUDA's math path (taken for T5's permuted position bias) multiplies 16-bit q, k and v in
-    fp32 eagerly; compiled, autocast reaches its matmuls: the H100's compiled T5 kept 16-bit
-    copies of q, k and v and no fp32 attention matrix beside its softmax, where the estimate
-    had it 31% over (experiments/2026-12-06-compiled-unseen-recheck)."""
+    fp32 eagerly; compiled under autocast, autocast's casts reach its matmuls: the H100's
+    compiled T5 kept 16-bit copies of q, k and v and no fp32 attention matrix beside its
+    softmax, where the estimate had it 31% over (experiments/2026-12-06-compiled-unseen-recheck)."""
     operands: list[torch.dtype] = []
 
     class Matmuls(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
             if func is torch.ops.aten.bmm.default:
                 operands.extend(a.dtype for a in args)
             return func(*args, **(kwargs or {}))
@@ -107,18 +122,18 @@ def test_the_math_paths_matmuls_run_in_fp32_eager_and_in_16_bits_compiled():
         return gm.forward
 
     def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> Any:
-        return F.scaled_dot_product_attention(q, k, v, bias, dropout_p=0.1)
+        return F.scaled_dot_product_attention(q, k, v, bias, dropout_p=dropout)
 
     q, k, v = (torch.randn(2, 4, 16, 8, dtype=torch.bfloat16) for _ in range(3))
     bias = torch.randn(2, 4, 16, 16).transpose(-1, -2)  # its last dimension not contiguous
-    spec = spec_of("model=tiny_mlp", "device=cuda", "precision=bf16")
-    with step_precision(spec, set()), Matmuls():
-        attention(q, k, v, bias)
-    assert operands and set(operands) == {torch.float32}
-    operands.clear()
+    spec = spec_of("model=tiny_mlp", "device=cuda", f"precision={precision}")
     try:
         with step_precision(spec, set()):
-            torch.compile(attention, backend=traced)(q, k, v, bias)
+            if compiled:
+                torch.compile(attention, backend=traced)(q, k, v, bias)
+            else:
+                with Matmuls():
+                    attention(q, k, v, bias)
     finally:
         torch._dynamo.reset()
-    assert operands and set(operands) == {torch.bfloat16}
+    assert operands and set(operands) == {multiplied_in}

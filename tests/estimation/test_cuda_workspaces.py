@@ -3,11 +3,14 @@ H100's traces held it (advisor/estimation/cuda_workspaces.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from test_cuda_emulation import counted
 from torch import nn
 from torch.nn import functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from advisor.estimation.cuda_workspaces import (
     STRICT_FP32_FORWARD_CAP_BYTES,
@@ -172,12 +175,34 @@ def test_convolutions_whose_workspaces_cudnns_heuristics_decide_are_told(
 ):
     """Which convolutions widen an uncalibrated estimate's range: channels-first ones but for
     dense 2-d patch kernels, any in strict fp32, and those no trace had (the last case: a
-    patch kernel beside a channels-first 3x3 is not enough)."""
+    patch kernel beside a channels-first 3x3 is not enough). The step's calls are told so as
+    the model's modules are (a functional convolution is in no module)."""
     model = nn.Sequential(nn.Linear(4, 4), *convolutions)
     said = has_unmodelled_convolutions(
         model, channels_last=channels_last, tensor_cores=tensor_cores
     )
     assert said is unmodelled
+    temporaries = CudaTemporaries(tf32=tensor_cores, channels_last=channels_last)
+    with _CallsTold(temporaries):
+        for convolution in convolutions:
+            size = [2, convolution.in_channels] + [32] * (convolution.weight.dim() - 2)
+            convolution.to("meta")(torch.empty(size, device="meta"))
+    assert temporaries.ran_convolution
+    assert temporaries.ran_unmodelled_convolution is unmodelled
+
+
+class _CallsTold(TorchDispatchMode):
+    """Each operator the code runs, told to the temporaries as the fake step's counter tells
+    them."""
+
+    def __init__(self, temporaries: CudaTemporaries) -> None:
+        super().__init__()
+        self.temporaries = temporaries
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        self.temporaries(func, args, out)
+        return out
 
 
 def test_a_model_without_convolutions_has_none_unmodelled():
@@ -192,7 +217,7 @@ def test_strict_fp32_keeps_a_bound_on_its_convolutions_forward_workspaces():
     conv = torch.ops.aten.convolution.default
 
     def kept(tf32: bool, x: torch.Tensor, w: torch.Tensor, groups: int = 1, transposed=False):
-        temporaries = CudaTemporaries(tf32=tf32)
+        temporaries = CudaTemporaries(tf32=tf32, channels_last=False)
         geometry = ([1, 1], [1, 1], [1, 1], transposed, [0, 0], groups)
         y = conv(x, w, None, *geometry)
         counted = temporaries(conv, (x, w, None, *geometry), y)

@@ -5,7 +5,7 @@ LayerDrop's draw (as transformers 5.17's BART, OPT and Whisper make it), a route
 are counted by bincount (as transformers 5.17's Mixtral balances its load), an MLP whose
 compiled backward recomputes what eager's keeps, layers to checkpoint, a vocabulary-wide
 head whose width inductor pads (gpt2's 50257), and a convolution called as a function, in no
-nn.Conv2d (as some models' own layers call F.conv2d)."""
+nn.Conv2d (as timm's CondConv2d calls F.conv2d with its own weights)."""
 
 import torch
 from torch import nn
@@ -151,7 +151,9 @@ class FunctionalConvolution(nn.Module):
         return self.head(F.conv2d(x, self.weight, padding=1).mean(dim=(2, 3)))
 
 
-def image_batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def functional_convolution_batch(
+    batch_size: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(batch_size, 3, 32, 32, device=device), torch.randint(
         WIDTH, (batch_size,), device=device
     )
@@ -159,5 +161,7 @@ def image_batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, to
 
 def functional_convolution() -> advisor.Workload:
     return advisor.Workload(
-        name="functional_convolution", model=FunctionalConvolution, batch=image_batch
+        name="functional_convolution",
+        model=FunctionalConvolution,
+        batch=functional_convolution_batch,
     )
