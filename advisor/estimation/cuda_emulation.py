@@ -157,8 +157,9 @@ def _fused_attention(
     aten = torch.ops.aten
     kernel = cuda_attention_kernel(q, k, attn_mask, enable_gqa)
     if kernel == "math":
-        matmuls = autocast if autocast and torch.compiler.is_compiling() else torch.float32
-        return _math_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, matmuls)
+        backward = autocast if autocast and torch.compiler.is_compiling() else None
+        args = (q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        return _math_attention(*args, backward=backward)
     if kernel == "unprobed":
         unmodelled.add(
             f"attention with heads of {q.size(-1)}: CUDA's kernel for it was not probed, the "
@@ -202,17 +203,19 @@ def _math_attention(
     is_causal: bool,
     scale: float | None,
     enable_gqa: bool,
-    matmuls: torch.dtype,
+    *,
+    backward: torch.dtype | None,
 ) -> torch.Tensor:
     """CUDA's math path as it runs there: in fp32 for 16-bit inputs (the H200 kept T5's bf16
     softmax in fp32), its dropout CUDA's fused one, which keeps a bool mask (the CPU's math path
-    keeps a float one: a third matrix more). Its matmuls take `matmuls`, fp32 but in a compiled
-    step under autocast, whose casts reach inside the path once AOTAutograd traces it: the
-    H100's compiled T5 (bf16) kept 16-bit copies of q, k and v and no fp32 attention matrix
-    beside its softmax (experiments/2026-12-06-compiled-unseen-recheck)."""
+    keeps a float one: a third matrix more). Where `backward`, its matmuls' gradients are
+    multiplied in that dtype: a compiled step's backward is traced under the forward's autocast
+    (the H100's compiled T5 in bf16 ran these matmuls in fp32 and all 48 of their gradients' in
+    bf16, so its partitioner kept 16-bit q, k and v and recomputed the dropped-out attention:
+    experiments/2026-12-06-compiled-unseen-recheck)."""
     dtype = q.dtype
     q, k, v, attn_mask = _cast((q, k, v, attn_mask), torch.float32)
-    if dropout_p == 0.0 and matmuls is torch.float32:
+    if dropout_p == 0.0 and backward is None:
         return torch.ops.aten._scaled_dot_product_attention_math(
             q, k, v, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
         )[0].to(dtype)
@@ -220,17 +223,38 @@ def _math_attention(
         repeats = q.size(-3) // k.size(-3)
         k, v = k.repeat_interleave(repeats, -3), v.repeat_interleave(repeats, -3)
     root = math.sqrt(scale if scale is not None else 1 / math.sqrt(q.size(-1)))
-    attn = (q * root).to(matmuls) @ (k * root).transpose(-2, -1).to(matmuls)
+
+    def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b if backward is None else _BackwardIn.apply(a, b, backward)
+
+    attn = matmul(q * root, (k * root).transpose(-2, -1))
     if is_causal:
         attn_mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).tril()
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         attn = attn.masked_fill(~attn_mask, float("-inf"))
     elif attn_mask is not None:
         attn = attn + attn_mask
-    attn = torch.ops.aten._safe_softmax(attn.float(), -1)  # (autocast's: softmax in fp32)
+    attn = torch.ops.aten._safe_softmax(attn, -1)
     if dropout_p > 0.0:
         attn = torch.native_dropout(attn, dropout_p, True)[0]
-    return (attn.to(matmuls) @ v.to(matmuls)).to(dtype)
+    return matmul(attn, v).to(dtype)
+
+
+class _BackwardIn(torch.autograd.Function):
+    """a @ b as it is, its gradients multiplied in another dtype (the operands and the incoming
+    gradient cast to it, as autocast casts them)."""
+
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        ctx.save_for_backward(a, b)
+        ctx.dtype = dtype
+        return a @ b
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+        a, b = (t.to(ctx.dtype) for t in ctx.saved_tensors)
+        grad = grad.to(ctx.dtype)
+        return grad @ b.transpose(-2, -1), a.transpose(-2, -1) @ grad, None
 
 
 def _fused_dropout(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:

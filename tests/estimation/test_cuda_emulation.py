@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import torch
 from conftest import spec_of
+from functorch.compile import make_boxed_func
+from torch._dynamo.backends.common import aot_autograd
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn import functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -89,51 +90,68 @@ def test_grouped_heads_with_dropout_keep_no_attention_matrix_in_16_bits():
 
 
 @pytest.mark.parametrize(
-    ("precision", "dropout", "compiled", "multiplied_in"),
+    ("precision", "dropout", "compiled", "backward_in"),
     [
         ("bf16", 0.1, False, torch.float32),
         ("bf16", 0.0, False, torch.float32),
         ("bf16", 0.1, True, torch.bfloat16),
         ("bf16", 0.0, True, torch.bfloat16),
-        ("default", 0.1, True, torch.float32),  # no autocast: nothing casts inside it
+        ("default", 0.1, True, torch.float32),  # no autocast: nothing casts
     ],
 )
-def test_the_math_paths_matmuls_run_in_fp32_but_compiled_under_autocast(
-    precision: str, dropout: float, compiled: bool, multiplied_in: torch.dtype
+def test_the_math_paths_gradients_are_multiplied_in_16_bits_compiled_under_autocast(
+    precision: str, dropout: float, compiled: bool, backward_in: torch.dtype
 ) -> None:
     """CUDA's math path (taken for T5's permuted position bias) multiplies 16-bit q, k and v in
-    fp32 eagerly; compiled under autocast, autocast's casts reach its matmuls: the H100's
-    compiled T5 kept 16-bit copies of q, k and v and no fp32 attention matrix beside its
-    softmax, where the estimate had it 31% over (experiments/2026-12-06-compiled-unseen-recheck)."""
-    operands: list[torch.dtype] = []
+    fp32; a compiled step's backward is traced under the forward's autocast, which casts its
+    gradients' matmuls to 16 bits: the H100's compiled T5 ran its 24 forward matmuls in fp32
+    and all 48 backward ones in bf16, and kept 16-bit q, k and v, where the estimate had it 31%
+    over (experiments/2026-12-06-compiled-unseen-recheck)."""
+    multiplied: dict[str, set[torch.dtype]] = {"forward": set(), "backward": set()}
+
+    def bmms_of(gm: torch.fx.GraphModule, graph: str) -> None:
+        for node in gm.graph.nodes:
+            if node.target is torch.ops.aten.bmm.default:
+                multiplied[graph].update(a.meta["val"].dtype for a in node.args)
+
+    def recorded(graph: str) -> Callable[..., Any]:
+        def compiler(gm: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
+            bmms_of(gm, graph)
+            return make_boxed_func(gm.forward)
+
+        return compiler
 
     class Matmuls(TorchDispatchMode):
+        def __init__(self, graph: str) -> None:
+            super().__init__()
+            self.graph = graph
+
         def __torch_dispatch__(
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             if func is torch.ops.aten.bmm.default:
-                operands.extend(a.dtype for a in args)
+                multiplied[self.graph].update(a.dtype for a in args)
             return func(*args, **(kwargs or {}))
-
-    def traced(gm: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
-        for node in gm.graph.nodes:  # (the graph as dynamo traced it, the emulation in it)
-            if node.target in (operator.matmul, torch.matmul):
-                operands.extend(a.meta["example_value"].dtype for a in node.args)
-        return gm.forward
 
     def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> Any:
         return F.scaled_dot_product_attention(q, k, v, bias, dropout_p=dropout)
 
-    q, k, v = (torch.randn(2, 4, 16, 8, dtype=torch.bfloat16) for _ in range(3))
+    q, k, v = (torch.randn(2, 4, 16, 8, dtype=torch.bfloat16, requires_grad=True) for _ in "qkv")
     bias = torch.randn(2, 4, 16, 16).transpose(-1, -2)  # its last dimension not contiguous
     spec = spec_of("model=tiny_mlp", "device=cuda", f"precision={precision}")
     try:
-        with step_precision(spec, set()):
-            if compiled:
-                torch.compile(attention, backend=traced)(q, k, v, bias)
-            else:
-                with Matmuls():
-                    attention(q, k, v, bias)
+        if compiled:
+            backend = aot_autograd(
+                fw_compiler=recorded("forward"), bw_compiler=recorded("backward")
+            )
+            with step_precision(spec, set()):
+                out = torch.compile(attention, backend=backend)(q, k, v, bias)
+            out.sum().backward()
+        else:
+            with step_precision(spec, set()), Matmuls("forward"):
+                out = attention(q, k, v, bias)
+            with Matmuls("backward"):
+                out.sum().backward()
     finally:
         torch._dynamo.reset()
-    assert operands and set(operands) == {multiplied_in}
+    assert multiplied == {"forward": {torch.float32}, "backward": {backward_in}}
