@@ -4,7 +4,8 @@ it changes what backward saves (advisor/estimation/fake_step.py runs the step un
   fp32), instead of the CPU's;
 - attention as the kernel CUDA picks keeps it: the fused kernels no attention matrix and no
   dropout mask, with gradients in the layout of q, k and v; the math path (fp32 with
-  grouped-query heads, say) the whole matrix;
+  grouped-query heads, say) the whole matrix, and compiled under autocast, whose casts reach
+  the backward, its gradients multiplied in 16 bits;
 - grouped matmuls (mixture-of-experts layers) in fp32, which CUDA runs and torch's meta
   function refuses;
 - dropout as CUDA's fused kernel, which keeps a bool mask for backward where the CPU's keeps its
