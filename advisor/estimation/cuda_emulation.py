@@ -4,8 +4,8 @@ it changes what backward saves (advisor/estimation/fake_step.py runs the step un
   fp32), instead of the CPU's;
 - attention as the kernel CUDA picks keeps it: the fused kernels no attention matrix and no
   dropout mask, with gradients in the layout of q, k and v; the math path (fp32 with
-  grouped-query heads, say) the whole matrix, and compiled under autocast, whose casts reach
-  the backward, its gradients multiplied in 16 bits;
+  grouped-query heads, say) the whole matrix (in a compiled step under autocast, its gradients
+  multiplied in 16 bits: AOTAutograd traces the backward under the forward's autocast);
 - grouped matmuls (mixture-of-experts layers) in fp32, which CUDA runs and torch's meta
   function refuses;
 - dropout as CUDA's fused kernel, which keeps a bool mask for backward where the CPU's keeps its
@@ -158,9 +158,9 @@ def _fused_attention(
     aten = torch.ops.aten
     kernel = cuda_attention_kernel(q, k, attn_mask, enable_gqa)
     if kernel == "math":
-        backward = autocast if autocast and torch.compiler.is_compiling() else None
+        grads_in = autocast if autocast and torch.compiler.is_compiling() else None
         args = (q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-        return _math_attention(*args, backward=backward)
+        return _math_attention(*args, grads_in=grads_in)
     if kernel == "unprobed":
         unmodelled.add(
             f"attention with heads of {q.size(-1)}: CUDA's kernel for it was not probed, the "
@@ -205,18 +205,18 @@ def _math_attention(
     scale: float | None,
     enable_gqa: bool,
     *,
-    backward: torch.dtype | None,
+    grads_in: torch.dtype | None,
 ) -> torch.Tensor:
     """CUDA's math path as it runs there: in fp32 for 16-bit inputs (the H200 kept T5's bf16
     softmax in fp32), its dropout CUDA's fused one, which keeps a bool mask (the CPU's math path
-    keeps a float one: a third matrix more). Where `backward`, its matmuls' gradients are
-    multiplied in that dtype: a compiled step's backward is traced under the forward's autocast
-    (the H100's compiled T5 in bf16 ran these matmuls in fp32 and all 48 of their gradients' in
-    bf16, so its partitioner kept 16-bit q, k and v and recomputed the dropped-out attention:
-    experiments/2026-12-06-compiled-unseen-recheck)."""
+    keeps a float one: a third matrix more). Where `grads_in` names a dtype, its matmuls'
+    gradients are multiplied in it: a compiled step's backward is traced under the forward's
+    autocast (the H100's compiled T5 in bf16 ran these matmuls in fp32 and the 48 matmuls of
+    their gradients in bf16, so its partitioner kept 16-bit q, k and v and recomputed the
+    dropped-out attention: experiments/2026-12-06-compiled-unseen-recheck)."""
     dtype = q.dtype
     q, k, v, attn_mask = _cast((q, k, v, attn_mask), torch.float32)
-    if dropout_p == 0.0 and backward is None:
+    if dropout_p == 0.0 and grads_in is None:
         return torch.ops.aten._scaled_dot_product_attention_math(
             q, k, v, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
         )[0].to(dtype)
@@ -226,7 +226,7 @@ def _math_attention(
     root = math.sqrt(scale if scale is not None else 1 / math.sqrt(q.size(-1)))
 
     def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return a @ b if backward is None else _BackwardIn.apply(a, b, backward)
+        return a @ b if grads_in is None else _MatmulGradsIn.apply(a, b, grads_in)
 
     attn = matmul(q * root, (k * root).transpose(-2, -1))
     if is_causal:
@@ -241,7 +241,7 @@ def _math_attention(
     return matmul(attn, v).to(dtype)
 
 
-class _BackwardIn(torch.autograd.Function):
+class _MatmulGradsIn(torch.autograd.Function):
     """a @ b as it is, its gradients multiplied in another dtype (the operands and the incoming
     gradient cast to it, as autocast casts them)."""
 
