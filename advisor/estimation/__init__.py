@@ -14,11 +14,13 @@
 - job_rank.py    one rank of a job on several GPUs: FSDP2 sharded on the fake group as it runs,
                  DDP's gradient buckets added
 - cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel
-                 and the mask it keeps, dropout's bool mask, fp32 grouped matmuls)
+                 and the mask it keeps, a compiled math path's 16-bit gradients, dropout's bool
+                 mask, fp32 grouped matmuls)
 - cuda_workspaces.py what CUDA's kernels allocate and free inside themselves (the reduction
                  kernel's partial sums, attention's and cuDNN's workspaces, softmax's row check),
-                 which convolutions' kernels cuDNN picks beyond what is modelled, and a bound
-                 on strict fp32's forward workspaces
+                 which convolutions (the step's calls, the model's modules) cuDNN picks
+                 kernels for beyond what is modelled, and a bound on strict fp32's forward
+                 workspaces
 - masks.py       transformers' attention masks decided on fake tensors as a real run does
 - real_draws.py  what a fake step cannot know, as a real run has it: a draw of one random
                  number (LayerDrop's), a bincount's length where a minlength bounds it
