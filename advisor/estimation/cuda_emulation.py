@@ -73,7 +73,8 @@ def _no_dtype_given(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
 
 
 def _floating(args: Sequence[Any]) -> bool:
-    return bool(args) and isinstance(args[0], torch.Tensor) and args[0].is_floating_point()
+    # (len, not bool: torch 2.11's dynamo cannot trace bool() of a tuple and breaks the graph)
+    return len(args) > 0 and isinstance(args[0], torch.Tensor) and args[0].is_floating_point()
 
 
 class _CudaAutocast(TorchFunctionMode):

@@ -154,6 +154,17 @@ def test_a_layer_drop_draw_breaks_the_compiled_graph_and_is_compared_as_in_a_rea
     assert step.params_bytes == plain.params_bytes
 
 
+def test_the_precisions_emulation_leaves_a_count_over_a_mask_in_the_graph():
+    """torch 2.11's dynamo cannot trace bool() of a tuple: the emulation's look at cumsum's
+    arguments broke pythia-160m's compiled graph in three where the H100's real compile made one
+    (experiments/2026-12-06-compiled-partitions)."""
+    step = fake_step(
+        spec_of(f"workload={EDGES}:counted_mask", "device=cuda", "batch_size=64",
+                "precision=bf16", "compile=true")
+    )  # fmt: skip
+    assert step.compiled_graphs == 1
+
+
 FIRST_AND_AGAIN = """
 import sys
 from advisor.config import load, trial_spec

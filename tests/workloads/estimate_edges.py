@@ -3,7 +3,8 @@ torchvision's RegNet computes its widths), experts multiplied by torch's grouped
 (as transformers' mixture-of-experts layers are), a forward whose shapes depend on the data,
 LayerDrop's draw (as transformers 5.17's BART, OPT and Whisper make it), a router whose experts
 are counted by bincount (as transformers 5.17's Mixtral balances its load), an MLP whose
-compiled backward recomputes what eager's keeps, layers to checkpoint, a vocabulary-wide
+compiled backward recomputes what eager's keeps, a running count over a mask (as
+transformers' packed-sequence check makes), layers to checkpoint, a vocabulary-wide
 head whose width inductor pads (gpt2's 50257), and a convolution called as a function, in no
 nn.Conv2d (as timm's CondConv2d calls F.conv2d with its own weights)."""
 
@@ -88,6 +89,14 @@ class Mlp(nn.Module):
         return self.down(hidden * torch.sigmoid(hidden))  # SiLU written out, as models do
 
 
+class CountedMask(Mlp):
+    """A running count over a bool mask, as transformers' packed-sequence check counts its
+    position ids' jumps (cumsum of a comparison: a function autocast's emulation looks at)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x * (x > 0).cumsum(-1))
+
+
 def batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(batch_size, WIDTH, device=device), torch.randint(
         WIDTH, (batch_size,), device=device
@@ -116,6 +125,10 @@ def router_counts() -> advisor.Workload:
 
 def mlp() -> advisor.Workload:
     return advisor.Workload(name="mlp", model=Mlp, batch=batch)
+
+
+def counted_mask() -> advisor.Workload:
+    return advisor.Workload(name="counted_mask", model=CountedMask, batch=batch)
 
 
 def checkpointed_layers() -> advisor.Workload:
