@@ -178,6 +178,10 @@ def _fused_attention(
         )
     if kernel == "flash" or (kernel == "cpu" and attn_mask is None):
         out = aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, scale=scale)
+    elif kernel == "cudnn":
+        out = aten._scaled_dot_product_cudnn_attention(
+            q, k, v, _additive_mask(attn_mask, q.dtype), True, dropout_p, is_causal, scale=scale
+        )
     else:
         out = aten._scaled_dot_product_efficient_attention(
             q, k, v, _additive_mask(attn_mask, q.dtype), True, dropout_p, is_causal, scale=scale
@@ -277,9 +281,9 @@ def _fused_dropout(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> An
 def cuda_attention_kernel(
     q: torch.Tensor, k: torch.Tensor, attn_mask: torch.Tensor | None, enable_gqa: bool
 ) -> str:
-    """flash, efficient or math, as CUDA picks it for memory's sake (probed on the H200 with torch
-    2.11: experiments/2026-12-03-h200-sdpa-choice); cpu where the CPU's kernel stands in for a
-    kernel that keeps as little, unprobed where it stands in for one not probed.
+    """flash, cudnn, efficient or math, as CUDA picks it for memory's sake (probed on the H200
+    with torch 2.11: experiments/2026-12-03-h200-sdpa-choice); cpu where the CPU's kernel stands
+    in for a kernel that keeps as little, unprobed where it stands in for one not probed.
     - A mask whose last dimension is not contiguous (T5's position bias as transformers 5.17
       passes it, a permuted view): the math path, in fp32 for 16-bit inputs (seen in the H200's
       memory snapshot of T5: experiments/2026-12-03-h200-unseen-models).
@@ -288,8 +292,12 @@ def cuda_attention_kernel(
     - Grouped-query heads in 16 bits: cuDNN's kernel on the H200, which keeps no matrix; the
       CPU's flash kernel stands in (an older GPU may run the math path where there is a mask).
     - Heads not a multiple of 8 were not probed: the CPU's kernel stands in (unprobed).
+    - 16 bits with a mask that takes no gradient: cuDNN's kernel, whose output takes q's layout
+      (experiments/2026-12-04-cudnn-attention): a q made contiguous head-major (pythia's rotary
+      embeddings) has its output copied for the projection after it, and a compiled step keeps
+      that copy (the H100's pythia and BART ran it: experiments/2026-12-06-compiled-partitions).
     - Otherwise flash attention for 16 bits without a mask (cuDNN's on the H200 keeps as
-      little), else memory-efficient attention (fp32, a mask, heads over 256)."""
+      little), else memory-efficient attention (fp32, a learned bias, heads over 256)."""
     head_dim, sixteen = q.size(-1), q.dtype in (torch.float16, torch.bfloat16)
     if attn_mask is not None and attn_mask.size(-1) > 1 and attn_mask.stride(-1) != 1:
         return "math"
@@ -299,6 +307,8 @@ def cuda_attention_kernel(
         return "cpu" if sixteen and head_dim <= 256 else "math"
     if sixteen and attn_mask is None and head_dim <= 256:
         return "flash"
+    if sixteen and head_dim <= 256 and attn_mask is not None and not attn_mask.requires_grad:
+        return "cudnn"
     return "efficient"
 
 

@@ -89,6 +89,27 @@ def test_grouped_heads_with_dropout_keep_no_attention_matrix_in_16_bits():
     assert [n for n in unmodelled if "a mask and a dropout" in n]  # not probed: said
 
 
+def test_a_masked_16_bit_attention_is_cudnns_whose_output_takes_qs_layout():
+    """CUDA runs cuDNN's kernel for 16-bit attention with a mask (the H100's compiled pythia and
+    BART); its output takes q's layout, so a q made contiguous head-major (pythia's rotary
+    embeddings) gives a head-major output, which the projection after it must copy: the H100's
+    compiled pythia kept that copy a layer (the fake step's memory-efficient kernel, whose
+    output is tokens-major, kept none: -2.6%). A learned bias stays memory-efficient attention's
+    (cuDNN's gives it no gradient)."""
+    from advisor.estimation.cuda_emulation import cuda_attention_kernel
+
+    batch, heads, tokens, size = 2, 4, 64, 32
+    with counted("bf16"):
+        q = torch.randn(batch, heads, tokens, size, dtype=torch.bfloat16)  # head-major
+        k, v = (torch.randn(batch, tokens, heads, size).transpose(1, 2) for _ in range(2))
+        mask, bias = torch.zeros(batch, 1, tokens, tokens), torch.zeros(1, heads, tokens, tokens)
+        assert cuda_attention_kernel(q, k, mask, False) == "cudnn"
+        assert cuda_attention_kernel(q, k, bias.requires_grad_(), False) == "efficient"
+        out = F.scaled_dot_product_attention(q, k, v, mask)
+        assert out.stride() == q.stride()
+        assert not out.transpose(1, 2).is_contiguous()  # the projection's input: a copy
+
+
 @pytest.mark.parametrize(
     ("precision", "dropout", "compiled", "backward_in"),
     [

@@ -432,7 +432,7 @@ def test_the_attention_kernel_emulated_keeps_the_matrix_wherever_cuda_does():
         assert keeps_matrix == (case["backend"] == "math"), case
         if case["backend"] == "math":
             assert kernel == "math", case
-        if kernel in ("flash", "efficient"):
+        if kernel in ("flash", "cudnn", "efficient"):
             assert not keeps_matrix, case
 
 
