@@ -14,8 +14,9 @@
 - job_rank.py    one rank of a job on several GPUs: FSDP2 sharded on the fake group as it runs,
                  DDP's gradient buckets added
 - cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel
-                 and the mask it keeps, a compiled math path's 16-bit gradients, dropout's bool
-                 mask, fp32 grouped matmuls)
+                 (cuDNN's for a masked 16-bit one: its output in q's layout) and the mask it
+                 keeps, a compiled math path's 16-bit gradients, dropout's bool mask, fp32
+                 grouped matmuls), traceable by dynamo without breaking a compiled graph
 - cuda_workspaces.py what CUDA's kernels allocate and free inside themselves (the reduction
                  kernel's partial sums, attention's and cuDNN's workspaces, softmax's row check),
                  which convolutions (the step's calls, the model's modules) cuDNN picks
