@@ -18,9 +18,10 @@ from typing import Any
 
 import torch
 from torch import fx, nn
+from torch.nn import functional as F
 from torch.overrides import TorchFunctionMode
 
-from advisor.estimation.cuda_emulation import CUDA_EMULATION_MODES
+from advisor.estimation.cuda_emulation import CUDA_EMULATION_MODES, cross_entropy_as_autocast
 from advisor.estimation.inductor_buffers import count_buffers
 from advisor.estimation.masks import KnownOnes
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
@@ -29,7 +30,12 @@ from advisor.estimation.storage_bytes import StorageBytes, storages_of
 
 @contextlib.contextmanager
 def compiled(
-    model: nn.Module, counter: StorageBytes, *, gpu: bool, ddp_buckets: int | None = None
+    model: nn.Module,
+    counter: StorageBytes,
+    *,
+    gpu: bool,
+    ddp_buckets: int | None = None,
+    cuda_autocast: bool = False,
 ) -> Iterator[list[fx.GraphModule]]:
     """The model's forward (and so its backward) compiled as torch.compile compiles it: dynamo
     (its graph breaks too) hands each graph to AOTAutograd, with inductor's decompositions and
@@ -40,7 +46,8 @@ def compiled(
     gpu: compiled for CUDA, whose matmuls inductor pads (not the CPU's). ddp_buckets: a DDP
     rank's bucket cap, by which dynamo splits each graph where DDP's buckets of gradients
     fill (its DDPOptimizer), so that each bucket's all-reduce can start early: each piece is
-    compiled alone, and keeps for backward what crosses between them."""
+    compiled alone, and keeps for backward what crosses between them. cuda_autocast: the step
+    runs under CUDA's autocast, emulated (cuda_emulation.py)."""
     import torch._inductor.lowering  # noqa: F401 (the decompositions read it; a fresh process lacks it)
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
@@ -59,6 +66,8 @@ def compiled(
         partition_fn=functools.partial(_partitioned, padded=gpu),
         decompositions=select_decomp_table(),
     )
+    if cuda_autocast:
+        backend = functools.partial(_losses_made_in_the_frame_as_autocast, backend)
     if ddp_buckets is not None:  # as dynamo does for a module DDP wraps (optimize_ddp)
         from torch._dynamo.backends.distributed import DDPOptimizer
 
@@ -86,6 +95,22 @@ def compiled(
     finally:
         del model.forward
         _reset_dynamo()
+
+
+def _losses_made_in_the_frame_as_autocast(
+    backend: Any, gm: fx.GraphModule, example_inputs: Any, **configs: Any
+) -> Any:
+    """dynamo makes an nn.CrossEntropyLoss() built inside the compiled code (Whisper's forward
+    builds one) an F.cross_entropy node of its own, which no torch function mode sees
+    (torch/_dynamo/variables/user_defined.py: _call_cross_entropy_loss). Its nll_loss then ran
+    in bf16 in the fake step where CUDA's autocast runs it in fp32, and its backward kept a
+    logits-wide buffer more (experiments/2026-12-06-compiled-partitions): such a node is run as
+    the emulation's mode runs the loss it sees."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is F.cross_entropy:
+            node.target = cross_entropy_as_autocast
+    gm.recompile()
+    return backend(gm, example_inputs, **configs)
 
 
 def _reset_dynamo() -> None:

@@ -77,6 +77,17 @@ def _floating(args: Sequence[Any]) -> bool:
     return len(args) > 0 and isinstance(args[0], torch.Tensor) and args[0].is_floating_point()
 
 
+def cross_entropy_as_autocast(*args: Any, **kwargs: Any) -> torch.Tensor:
+    """F.cross_entropy as CUDA's autocast runs it: it asks log_softmax for the input's own dtype,
+    so autocast leaves that in 16 bits; nll_loss is on its fp32 list: a 32-bit copy of the
+    log-probabilities (seen in the H200's allocation trace: experiments/2026-11-30-h200-reserve).
+    nll_loss takes cross_entropy's arguments but label_smoothing (the eighth): its smoothing
+    term is a sum over the log-probabilities, one scalar more."""
+    loss_args = {k: v for k, v in kwargs.items() if k != "label_smoothing"}
+    log_p = _cast(F.log_softmax(args[0], 1), torch.float32)
+    return F.nll_loss(log_p, args[1], *args[2:7], **loss_args)
+
+
 class _CudaAutocast(TorchFunctionMode):
     """CUDA autocast's casts, done above autograd (so backward saves what it would save)."""
 
@@ -88,14 +99,7 @@ class _CudaAutocast(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if func is F.cross_entropy:
-            # cross_entropy asks log_softmax for the input's own dtype, so autocast leaves it in
-            # 16 bits; nll_loss is on its fp32 list: a 32-bit copy of the log-probabilities.
-            # (Seen in the H200's allocation trace: experiments/2026-11-30-h200-reserve.)
-            # nll_loss takes cross_entropy's arguments but label_smoothing (the eighth): its
-            # smoothing term is a sum over the log-probabilities, one scalar more
-            loss_args = {k: v for k, v in kwargs.items() if k != "label_smoothing"}
-            log_p = _cast(F.log_softmax(args[0], 1), torch.float32)
-            return F.nll_loss(log_p, args[1], *args[2:7], **loss_args)
+            return cross_entropy_as_autocast(*args, **kwargs)
         if name in COMPOSITES:
             return _inside(self, func, args, kwargs)
         if name in LOWER_PRECISION:

@@ -165,6 +165,32 @@ def test_the_precisions_emulation_leaves_a_count_over_a_mask_in_the_graph():
     assert step.compiled_graphs == 1
 
 
+class _LossMadeInTheForward(torch.nn.Module):
+    """A head whose forward builds its loss module, as Whisper's does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = torch.nn.Linear(32, 64)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.CrossEntropyLoss()(self.head(x), y)
+
+
+def test_a_loss_module_built_in_the_compiled_forward_runs_its_nll_loss_as_autocast_does():
+    """dynamo makes such a loss a graph node of its own, past the emulation's mode: its
+    nll_loss ran in bf16 (Whisper's backward kept a logits-wide buffer more than the H100's)."""
+    from advisor.estimation.compiled_step import compiled
+    from advisor.estimation.cuda_emulation import step_precision
+
+    spec = spec_of("model=tiny_mlp", "device=cuda", "precision=bf16", "compile=true")
+    counter = StorageBytes(512)
+    with FakeTensorMode(allow_non_fake_inputs=True), counter:
+        model = _LossMadeInTheForward()
+        x, y = torch.randn(8, 32), torch.randint(64, (8,))
+        with compiled(model, counter, gpu=True, cuda_autocast=True), step_precision(spec, set()):
+            assert model(x, y).dtype == torch.float32
+
+
 FIRST_AND_AGAIN = """
 import sys
 from advisor.config import load, trial_spec
