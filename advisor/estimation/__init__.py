@@ -8,15 +8,16 @@
 - storage_bytes.py the counter under the fake step: live storages, rounded as CUDA's allocator
                  rounds them, their peak and their trace, and an operator's own temporaries
 - compiled_step.py a compiled model's step as torch.compile runs it (dynamo, AOTAutograd,
-                 inductor's partitioner), its graphs counted as inductor's kernels hold memory
+                 inductor's partitioner), its graphs counted as inductor's kernels hold memory;
+                 the loss modules dynamo puts past the emulation's modes run as it runs them
 - inductor_buffers.py which of a graph's values inductor makes buffers of, and when it frees them
 - meta_model.py  the workload's model without memory: built on meta once, copied, faked
 - job_rank.py    one rank of a job on several GPUs: FSDP2 sharded on the fake group as it runs,
                  DDP's gradient buckets added
 - cuda_emulation.py what CUDA runs differently from the CPU (autocast, the attention kernel
-                 (cuDNN's for a masked 16-bit one: its output in q's layout) and the mask it
-                 keeps, a compiled math path's 16-bit gradients, dropout's bool mask, fp32
-                 grouped matmuls), traceable by dynamo without breaking a compiled graph
+                 (cuDNN's for 16 bits with a mask that takes no gradient: its output in q's
+                 layout) and the mask it keeps, a compiled math path's 16-bit gradients,
+                 dropout's bool mask, fp32 grouped matmuls)
 - cuda_workspaces.py what CUDA's kernels allocate and free inside themselves (the reduction
                  kernel's partial sums, attention's and cuDNN's workspaces, softmax's row check),
                  which convolutions (the step's calls, the model's modules) cuDNN picks

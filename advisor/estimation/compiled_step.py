@@ -47,7 +47,9 @@ def compiled(
     rank's bucket cap, by which dynamo splits each graph where DDP's buckets of gradients
     fill (its DDPOptimizer), so that each bucket's all-reduce can start early: each piece is
     compiled alone, and keeps for backward what crosses between them. cuda_autocast: the step
-    runs under CUDA's autocast, emulated (cuda_emulation.py)."""
+    runs under CUDA's autocast, emulated (cuda_emulation.py); the loss modules dynamo puts in
+    a graph past the emulation's modes then run as the emulation runs them
+    (_losses_made_in_the_frame_as_autocast)."""
     import torch._inductor.lowering  # noqa: F401 (the decompositions read it; a fresh process lacks it)
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
@@ -103,9 +105,9 @@ def _losses_made_in_the_frame_as_autocast(
     """dynamo makes an nn.CrossEntropyLoss() built inside the compiled code (Whisper's forward
     builds one) an F.cross_entropy node of its own, which no torch function mode sees
     (torch/_dynamo/variables/user_defined.py: _call_cross_entropy_loss). Its nll_loss then ran
-    in bf16 in the fake step where CUDA's autocast runs it in fp32, and its backward kept a
-    logits-wide buffer more (experiments/2026-12-06-compiled-partitions): such a node is run as
-    the emulation's mode runs the loss it sees."""
+    in bf16 in the fake step where CUDA's autocast runs it in fp32, and the backward graph was
+    not the H100's (experiments/2026-12-06-compiled-partitions): such a node is run as the
+    emulation's mode runs the loss it sees."""
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target is F.cross_entropy:
             node.target = cross_entropy_as_autocast

@@ -41,11 +41,16 @@ FP32_OUTPUT = {"softmax", "log_softmax", "cumsum", "cumprod"}  # computed into a
 COMPOSITES = {"multi_head_attention_forward"}  # Python functions whose inside must be seen
 
 
+def autocast_dtype(spec: TrialSpec) -> torch.dtype | None:
+    """The 16-bit dtype the spec's autocast runs in; None for the fp32 precisions."""
+    return {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}.get(spec.precision)
+
+
 @contextlib.contextmanager
 def step_precision(spec: TrialSpec, unmodelled: set[str]) -> Iterator[None]:
     """The step's autocast: CUDA's, emulated, for a GPU spec; the CPU's own for a CPU spec.
     What the emulation could not model as CUDA runs it is said into `unmodelled`."""
-    dtype = {Precision.bf16: torch.bfloat16, Precision.fp16: torch.float16}.get(spec.precision)
+    dtype = autocast_dtype(spec)
     with contextlib.ExitStack() as stack:
         if spec.device is Device.cuda:
             stack.enter_context(_CudaKernels(unmodelled, autocast=dtype))
@@ -153,9 +158,10 @@ def _fused_attention(
     enable_gqa: bool = False,
 ) -> torch.Tensor:
     """The kernel CUDA's dispatcher picks (cuda_attention_kernel), by its meta function, which
-    runs on fake CPU tensors. Flash and memory-efficient attention keep no attention matrix and
-    give gradients in the layout of q, k and v, as CUDA's do, and a bool mask reaches them in
-    q's dtype (_additive_mask); the math path keeps the matrix, as it does on the GPU. Where
+    runs on fake CPU tensors. cuDNN's, flash and memory-efficient attention keep no attention
+    matrix and give gradients in the layout of q, k and v, as CUDA's do (cuDNN's output takes
+    q's layout too), and a bool mask reaches them in q's dtype (_additive_mask); the math path
+    keeps the matrix, as it does on the GPU. Where
     the CPU's own kernel stands in, it is its flash kernel; it has no dropout (its math path
     would run, keeping the matrix), so grouped heads with a dropout take CUDA's fused kernels'
     meta functions, which read them in place (GPTBigCode's multi-query attention: +331%

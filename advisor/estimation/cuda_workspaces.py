@@ -27,6 +27,7 @@ from torch import nn
 
 SIXTEEN_BITS = (torch.bfloat16, torch.float16)
 FUSED_ATTENTION_BACKWARD = {
+    torch.ops.aten._scaled_dot_product_cudnn_attention_backward.default,
     torch.ops.aten._scaled_dot_product_flash_attention_backward.default,
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
 }
@@ -193,8 +194,8 @@ def _row_check(x: torch.Tensor, dim: int) -> list[int]:
 
 
 def _attention_backward_workspace(q: torch.Tensor, k: torch.Tensor) -> list[int]:
-    """Flash attention's backward (the fake step's stand-in for the fused kernel CUDA runs in
-    16 bits) accumulates the query's gradient in fp32, with an fp32 figure a row: cuDNN's held
+    """cuDNN's attention backward (and flash attention's, its stand-in where there is no mask)
+    accumulates the query's gradient in fp32, with an fp32 figure a row: cuDNN's held
     (batch, heads, tokens, head + 1) in fp32 and 256 bytes, in Whisper, OPT and ViT; twice the
     gradient with grouped-query heads (Qwen2's, 2 key/value heads for 14)."""
     rows = q.numel() // q.size(-1)

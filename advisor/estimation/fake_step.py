@@ -30,13 +30,13 @@ from advisor.errors import AdvisorError, EstimateError, error_line, where_in_the
 from advisor.estimation import job_rank
 from advisor.estimation.allocator import Block, CachingAllocator
 from advisor.estimation.compiled_step import compiled
-from advisor.estimation.cuda_emulation import step_precision
+from advisor.estimation.cuda_emulation import autocast_dtype, step_precision
 from advisor.estimation.cuda_workspaces import CudaTemporaries
 from advisor.estimation.masks import as_in_a_real_run
 from advisor.estimation.meta_model import meta_model_of, with_fake_storage
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
 from advisor.estimation.storage_bytes import BLOCK, StorageBytes, local_tensors
-from advisor.spec import Checkpointing, Device, Precision, Strategy, TrialSpec
+from advisor.spec import Checkpointing, Device, Strategy, TrialSpec
 from advisor.trial import one_rank
 from advisor.trial.training import checkpoint_blocks, device_batch, workload_of
 
@@ -162,15 +162,16 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         # at N=8, measured on an H100 once the trial kept dynamo from giving up on them, held
         # 4.98 GiB (FSDP2, micro batch 8; estimated 5.67 with this machine's torch 2.14) and
         # 20.01 GiB (DDP, 32) at their steady peaks (experiments/2026-12-05-h200-ranks, its
-        # recheck; an earlier rule's eager figure came from a rank that ran eagerly). A DDP
-        # rank's graph is split where DDP's buckets fill (2026-12-05-ddp-split-estimate).
+        # recheck; an earlier rule's eager figure came from a rank that ran eagerly). A DDP rank's
+        # graph is split where DDP's buckets fill (experiments/2026-12-05-ddp-split-estimate).
         ddp = spec.gpus > 1 and spec.strategy is Strategy.ddp
         buckets_cap = job_rank.DDP_BUCKET_BYTES if ddp else None
-        autocast = gpu and spec.precision in (Precision.bf16, Precision.fp16)
-        in_graphs = compiled(
-            model, counter, gpu=gpu, ddp_buckets=buckets_cap, cuda_autocast=autocast
-        )
-        graphs = stack.enter_context(in_graphs) if spec.compile else []
+        graphs: list[Any] = []
+        if spec.compile:
+            autocast = gpu and autocast_dtype(spec) is not None
+            graphs = stack.enter_context(
+                compiled(model, counter, gpu=gpu, ddp_buckets=buckets_cap, cuda_autocast=autocast)
+            )
         params = list(model.parameters())
         params_bytes = counter.bytes_of(params)
         buffers_bytes = counter.bytes_of(model.buffers())

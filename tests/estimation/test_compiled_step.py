@@ -157,7 +157,8 @@ def test_a_layer_drop_draw_breaks_the_compiled_graph_and_is_compared_as_in_a_rea
 def test_the_precisions_emulation_leaves_a_count_over_a_mask_in_the_graph():
     """torch 2.11's dynamo cannot trace bool() of a tuple: the emulation's look at cumsum's
     arguments broke pythia-160m's compiled graph in three where the H100's real compile made one
-    (experiments/2026-12-06-compiled-partitions)."""
+    (experiments/2026-12-06-compiled-partitions). torch 2.14's dynamo traces it: this guards
+    the GPU machine's torch 2.11 (it failed there before the fix), not this machine's."""
     step = fake_step(
         spec_of(f"workload={EDGES}:counted_mask", "device=cuda", "batch_size=64",
                 "precision=bf16", "compile=true")
