@@ -161,11 +161,10 @@ def _fused_attention(
     runs on fake CPU tensors. cuDNN's, flash and memory-efficient attention keep no attention
     matrix and give gradients in the layout of q, k and v, as CUDA's do (cuDNN's output takes
     q's layout too), and a bool mask reaches them in q's dtype (_additive_mask); the math path
-    keeps the matrix, as it does on the GPU. Where
-    the CPU's own kernel stands in, it is its flash kernel; it has no dropout (its math path
-    would run, keeping the matrix), so grouped heads with a dropout take CUDA's fused kernels'
-    meta functions, which read them in place (GPTBigCode's multi-query attention: +331%
-    before)."""
+    keeps the matrix, as it does on the GPU. Where the CPU's own kernel stands in, it is its
+    flash kernel; it has no dropout (its math path would run, keeping the matrix), so grouped
+    heads with a dropout take CUDA's fused kernels' meta functions, which read them in place
+    (GPTBigCode's multi-query attention: +331% before)."""
     aten = torch.ops.aten
     kernel = cuda_attention_kernel(q, k, attn_mask, enable_gqa)
     if kernel == "math":

@@ -179,7 +179,8 @@ class _LossMadeInTheForward(torch.nn.Module):
 
 def test_a_loss_module_built_in_the_compiled_forward_runs_its_nll_loss_as_autocast_does():
     """dynamo makes such a loss a graph node of its own, past the emulation's mode: its
-    nll_loss ran in bf16 (Whisper's backward kept a logits-wide buffer more than the H100's)."""
+    nll_loss ran in bf16, where CUDA's autocast runs it in fp32 (Whisper's backward graph then
+    was not the H100's)."""
     from advisor.estimation.compiled_step import compiled
     from advisor.estimation.cuda_emulation import step_precision
 
