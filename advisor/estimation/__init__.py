@@ -10,7 +10,9 @@
 - compiled_step.py a compiled model's step as torch.compile runs it (dynamo, AOTAutograd,
                  inductor's partitioner), its graphs counted as inductor's kernels hold memory;
                  the loss modules dynamo puts past the emulation's modes run as it runs them
-- inductor_buffers.py which of a graph's values inductor makes buffers of, and when it frees them
+- inductor_buffers.py which of a graph's values inductor makes buffers of, when it frees them,
+                 which it writes in place of another or reuses, and its extern kernels'
+                 workspaces
 - meta_model.py  the workload's model without memory: built on meta once, copied, faked
 - job_rank.py    one rank of a job on several GPUs: FSDP2 sharded on the fake group as it runs,
                  DDP's gradient buckets added

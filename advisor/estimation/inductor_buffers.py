@@ -7,10 +7,18 @@ attention) reads it, the graph returns it, or inductor's realize heuristics comp
 (torch/_inductor/ir.py, StorageBox). A reduction or a concatenation makes a buffer and fuses
 what feeds it. Every buffer is freed after its last reader; a backward graph's inputs (what
 the forward saved) too, as inductor's code frees them, except what the caller holds.
+
+inductor's code also keeps buffers that a real run would free and allocate again: a pointwise
+kernel writes in place of a buffer it reads for the last time, and a buffer the code allocates
+takes one freed before it of the same dtype and size. An extern kernel's own workspaces (cuDNN's
+convolutions', attention's) come after its outputs, as in an eager step. Left out, the H200's
+compiled steps reserved up to 12% more or less than the fake step's replay
+(experiments/2026-12-06-compiled-device-peak).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -29,6 +37,11 @@ FUSED = {
     "aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::expand_copy",
     "aten::permute_copy", "prims::inductor_random", "prims::inductor_randint",
     "prims::inductor_seeds", "prims::inductor_lookup_seed",
+    # pooling's windows, computed where they are read (torch/_inductor/lowering.py); a max
+    # pool's indices from its offsets were a 392 MiB int64 buffer in ResNet-50-D's fake step,
+    # which the H200's step never allocated (experiments/2026-12-06-compiled-device-peak)
+    "prims::_low_memory_max_pool_offsets_to_indices", "aten::max_pool2d_with_indices_backward",
+    "aten::avg_pool2d", "aten::avg_pool2d_backward",
 }  # fmt: skip
 FUSING = {"aten::cat"}  # kernels that make a buffer of their own and fuse what feeds them
 # inductor's thresholds (torch/_inductor/config.py): a kernel reads at most 8 buffers; a node
@@ -49,35 +62,145 @@ def count_buffers(
 ) -> None:
     """Count the graph's buffers, its values (env) as one run of it on fake tensors left them:
     what it returns as the tensors themselves (they live on), the rest as allocations freed
-    after their last reader."""
+    after their last reader, unless a later buffer takes them over as inductor's code does;
+    and each extern kernel's workspaces (the counter's temporaries)."""
     graph = _Graph(gm, env)
+    events = _events(graph, backward, held)
+    reused = _reuses(graph, events)
     allocated: dict[int, int] = {}  # a buffer: its number in the counter's trace
-
-    def free(key: int) -> None:
-        if key in allocated:
-            counter.free(allocated.pop(key), graph.storage[key].nbytes())
-        elif backward and key not in held:
+    for index, (kind, key, _, member, old) in enumerate(events):
+        if kind == "count":  # a returned tensor: counted as itself, from the taken buffer on
+            assert member is not None
+            if key in reused.taken:
+                taken = reused.taken[key]
+                counter.free(allocated.pop(taken), graph.storage[taken].nbytes())
+            counter.count(graph.tensor(member, key))
+        elif kind == "allocate":
+            if key in reused.taken:
+                allocated[key] = allocated.pop(reused.taken[key])
+            else:
+                allocated[key] = counter.allocate(graph.storage[key].nbytes())
+        elif kind == "in place":
+            allocated[key] = allocated.pop(old)
+        elif kind == "temporaries" and counter.temporaries is not None:
+            assert member is not None
+            args = fx.node.map_arg(member.args, env.__getitem__)
+            for round_ in counter.temporaries(member.target, args, env[member]):
+                made = [(counter.allocate(n), n) for n in round_]
+                for number, nbytes in reversed(made):
+                    counter.free(number, nbytes)
+        elif kind in ("free", "handed over"):
+            if index not in reused.frees_removed:
+                counter.free(allocated.pop(key), graph.storage[key].nbytes())
+        elif kind == "release":  # a backward's input the kernels free at their last reader
             counter.release(graph.storage[key])
 
+
+# An event of a graph's run: (kind, storage, its kernel's place among the graph's kernels, the
+# node that makes it, the storage it writes in place of)
+Event = tuple[str, int, int, fx.Node | None, int]
+
+
+def _events(graph: _Graph, backward: bool, held: set[int]) -> list[Event]:
+    """The graph's buffers made and freed, kernel by kernel, as inductor's code runs them."""
+    events: list[Event] = []
     if backward:  # inputs no kernel reads die at once
         for key in graph.inputs:
-            if key not in graph.last and key not in graph.returned:
-                free(key)
-    for at, node in enumerate(graph.nodes):
-        if node not in graph.kernels:
-            continue
+            if key not in graph.last and key not in graph.returned and key not in held:
+                events.append(("release", key, -1, None, -1))
+    made_here: set[int] = set()  # the graph's own buffers, alive
+    kernel_nodes = [(at, node) for at, node in enumerate(graph.nodes) if node in graph.kernels]
+    for ordinal, (at, node) in enumerate(kernel_nodes):
         kernel = graph.kernels[node]
         for member in kernel:
             for key in graph.made[member]:
-                if key in graph.returned:
-                    counter.count(graph.tensor(member, key))
+                old = graph.written_in_place_of(member, key, kernel, at, made_here)
+                if old is None:
+                    kind = "count" if key in graph.returned else "allocate"
+                elif key in graph.returned:  # (the storage is the output's from here on)
+                    events.append(("handed over", old, ordinal, None, -1))
+                    kind = "count"
                 else:
-                    allocated[key] = counter.allocate(graph.storage[key].nbytes())
+                    kind = "in place"
+                made_here.discard(old)
+                events.append((kind, key, ordinal, member, -1 if old is None else old))
+                made_here.add(key)
+            if _extern(member):  # its own workspaces, after its outputs, as CUDA's kernels
+                events.append(("temporaries", -1, ordinal, member, -1))
         made = [key for member in kernel for key in graph.made[member]]
         read = frozenset().union(*(graph.buffers_read(member) for member in kernel))
         for key in [*made, *sorted(read, key=graph.order.__getitem__)]:
             if graph.last.get(key, -1) <= at and key not in graph.returned:
-                free(key)
+                if key in made_here:
+                    events.append(("free", key, ordinal, None, -1))
+                    made_here.discard(key)
+                elif backward and key in graph.input_keys and key not in held:
+                    events.append(("release", key, ordinal, None, -1))
+    return events
+
+
+@dataclasses.dataclass
+class _Reuses:
+    """The buffers inductor's code makes in freed ones: the new storage's key, the freed one's;
+    and the frees that reuse then removes (by their place among the events)."""
+
+    taken: dict[int, int] = dataclasses.field(default_factory=dict)
+    frees_removed: set[int] = dataclasses.field(default_factory=set)
+
+
+def _reuses(graph: _Graph, events: list[Event]) -> _Reuses:
+    """Which buffers inductor's memory planning reuses (torch/_inductor/codegen/wrapper.py,
+    AllocateLine.plan): a buffer the wrapper allocates takes the last freed one of its dtype
+    and size, unless that would raise the graph's own peak (the graph's buffers and freeable
+    inputs, kernel by kernel) where kernels lie between the free and the allocation. An extern
+    kernel that makes its own output (a convolution, attention) takes none; its output, once
+    freed, can be taken."""
+    kernels = max((at for _, _, at, _, _ in events), default=-1) + 2
+    peak = [0] * kernels  # at kernel at + 1: the graph's bytes while it runs
+    live = sum(graph.storage[k].nbytes() for kind, k, _, _, _ in events if kind == "release")
+    peak[0] = live
+    for kind, key, at, _, _ in events:  # (a kernel's allocations come before its frees)
+        if kind in ("count", "allocate"):
+            live += graph.storage[key].nbytes()
+            peak[at + 1] = max(peak[at + 1], live)
+        elif kind in ("free", "handed over", "release"):
+            live -= graph.storage[key].nbytes()
+    overall = max(peak, default=0)
+    reuses = _Reuses()
+    pool: dict[tuple[torch.dtype, int], list[tuple[int, int, int]]] = {}
+    for index, (kind, key, at, member, in_place_of) in enumerate(events):
+        if kind == "free":
+            pool.setdefault(graph.reuse_key(key), []).append((index, key, at))
+        elif (
+            kind in ("allocate", "count")
+            and in_place_of < 0
+            and member is not None
+            and _allocated_by_wrapper(member)
+        ):
+            candidates = pool.get(graph.reuse_key(key))
+            if not candidates:
+                continue
+            freed_at_index, old, freed_at = candidates.pop()
+            size = graph.storage[key].nbytes()
+            between = peak[freed_at + 2 : at + 1]
+            if freed_at + 1 == at or size + max(between, default=0) <= overall:
+                reuses.taken[key] = old
+                reuses.frees_removed.add(freed_at_index)
+                for k in range(freed_at + 2, at + 1):
+                    peak[k] += size
+            else:
+                candidates.append((freed_at_index, old, freed_at))
+    return reuses
+
+
+# extern kernels inductor's wrapper allocates the output of (ExternKernelOut: at::mm_out, ...)
+ALLOCATED_EXTERN = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
+
+
+def _allocated_by_wrapper(node: fx.Node) -> bool:
+    target = node.target
+    name = target._schema.name if isinstance(target, torch._ops.OpOverload) else ""
+    return _fused(node) or _fusing(node) or name in ALLOCATED_EXTERN
 
 
 class _Graph:
@@ -106,6 +229,7 @@ class _Graph:
             for key in self.reads[node]:
                 self.readers.setdefault(key, []).append(node)
         self.inputs = [k for n in self.nodes if n.op == "placeholder" for k in self.made[n]]
+        self.input_keys = set(self.inputs)
         self.is_buffer: dict[fx.Node, bool] = {}
         self._resolved_keys: dict[int, frozenset[int]] = {}
         ops: dict[fx.Node, int] = {}  # a fused node: the operators its kernel computes
@@ -182,9 +306,54 @@ class _Graph:
             )
         return self._resolved_keys[key]
 
+    def written_in_place_of(
+        self, member: fx.Node, key: int, kernel: list[fx.Node], at: int, alive: set[int]
+    ) -> int | None:
+        """The buffer a pointwise kernel writes its output into, as inductor's scheduler
+        decides (torch/_inductor/scheduler.py, decide_inplace_update): one of the graph's own
+        buffers it alone reads, read for the last time, of the output's dtype and size, read
+        as the output is written (a view of the same shape and strides, where the node reads
+        it directly)."""
+        if not _fused(member):
+            return None
+        out = self.tensor(member, key)
+        for old in sorted(self.buffers_read(member), key=self.order.__getitem__):
+            if old not in alive or old in self.returned or self.last.get(old, -1) > at:
+                continue
+            if sum(old in self.buffers_read(m) for m in kernel) != 1:
+                continue
+            if (self.storage[old].nbytes(), self.tensor(self.owner[old], old).dtype) != (
+                self.storage[key].nbytes(),
+                out.dtype,
+            ):
+                continue
+            read = [
+                t
+                for n in member.all_input_nodes
+                for t in _tensors(self.env[n])
+                if id(t.untyped_storage()) == old
+            ]
+            if all(t.shape == out.shape and _dense(t) for t in read[:1]):
+                return old
+        return None
+
+    def reuse_key(self, key: int) -> tuple[torch.dtype, int]:
+        """What inductor matches a freed buffer to a new one by: dtype and size."""
+        return self.tensor(self.owner[key], key).dtype, self.storage[key].nbytes()
+
     def tensor(self, node: fx.Node, key: int) -> torch.Tensor:
         """The node's tensor on the storage."""
         return next(t for t in _tensors(self.env[node]) if id(t.untyped_storage()) == key)
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Whether a tensor covers its storage in some order of its dimensions (a pointwise
+    kernel's output takes the layout of such an input: inductor decides its layout)."""
+    return (
+        t.is_contiguous()
+        or t.is_contiguous(memory_format=torch.channels_last)
+        or (t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d))
+    )
 
 
 def _numel(value: Any) -> int:
@@ -200,6 +369,11 @@ def _fused(node: fx.Node) -> bool:
     if not isinstance(target, torch._ops.OpOverload):
         return False
     return torch.Tag.pointwise in target.tags or target._schema.name in FUSED
+
+
+def _extern(node: fx.Node) -> bool:
+    """A kernel inductor calls rather than generates (a convolution, a matmul, attention)."""
+    return isinstance(node.target, torch._ops.OpOverload) and not (_fused(node) or _fusing(node))
 
 
 def _fusing(node: fx.Node) -> bool:

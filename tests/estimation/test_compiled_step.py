@@ -13,8 +13,10 @@ import torch
 from conftest import spec_of
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.nn import functional as F
 
 from advisor.estimation.compiled_step import _padded_on_a_gpu
+from advisor.estimation.cuda_workspaces import CudaTemporaries
 from advisor.estimation.fake_step import fake_step, step_between
 from advisor.estimation.inductor_buffers import count_buffers
 from advisor.estimation.storage_bytes import StorageBytes
@@ -24,12 +26,16 @@ ROWS, COLUMNS = 64, 32
 BYTES = ROWS * COLUMNS * 4
 
 
-def counted(function, *shapes: tuple[int, ...], backward: bool = False, held=()):
+def counted(
+    function, *shapes: tuple[int, ...], backward=False, held=(), dtype=torch.float32, cuda=False
+):
     """The counter after the graph of `function` on fake inputs of the shapes was counted (its
-    inputs counted first, as the step had made them), and the graph's values, kept alive."""
-    counter = StorageBytes(1)
+    inputs counted first, as the step had made them), and the graph's values, kept alive; with
+    cuda, the counter makes CUDA's kernels' temporaries (bf16's convolutions in TF32)."""
+    temporaries = CudaTemporaries(tf32=True, channels_last=False) if cuda else None
+    counter = StorageBytes(1, temporaries)
     with FakeTensorMode():
-        inputs = [torch.randn(*shape) for shape in shapes]
+        inputs = [torch.randn(*shape, dtype=dtype) for shape in shapes]
         gm = make_fx(function)(*inputs)
         for tensor in inputs:
             counter.count(tensor)
@@ -55,10 +61,77 @@ def test_what_an_extern_kernel_reads_is_a_buffer_freed_after_it():
     counter, _values = counted(
         lambda x, w: (x.sin() @ w).cos(), (ROWS, COLUMNS), (COLUMNS, COLUMNS)
     )
-    (sin, _), (matmul, _), (sin_freed, freed), (cos, _), (matmul_freed, _) = counter.trace
+    (sin, _), (matmul, _), (sin_freed, freed), (matmul_freed, _), (cos, _) = counter.trace
     assert (sin_freed, freed) == (sin, -1)  # sin's buffer dies once the matmul has read it
+    # cos is written in place of the product (its storage is the returned tensor's from there)
     assert matmul_freed == matmul and cos not in (sin, matmul)
     assert counter.peak == 2 * BYTES + COLUMNS * COLUMNS * 4 + BYTES  # x, w; sin and the product
+
+
+def test_a_pointwise_kernel_writes_in_place_of_a_buffer_it_reads_for_the_last_time():
+    """inductor's in-place updates: the sine of a product is written into the product, which
+    nothing reads after it (eager would allocate a buffer for the sine)."""
+    counter, _values = counted(lambda x, w: (x @ w).sin() @ w, (ROWS, COLUMNS), (COLUMNS, COLUMNS))
+    (product, _), (result, _), (product_freed, _) = counter.trace  # the sine's is the product's
+    assert allocations(counter) == [BYTES, BYTES] and product_freed == product != result
+
+
+def test_a_buffer_freed_before_a_kernel_of_its_dtype_and_size_is_reused_by_its_output():
+    """inductor's memory planning: the second matmul writes into the first sine's buffer,
+    freed once the first matmul read it (the second sine is written in place of the first
+    product, the cosine of the second: each product's buffer goes on)."""
+    counter, _values = counted(
+        lambda x, w: ((x.sin() @ w).sin() @ w).cos(), (ROWS, COLUMNS), (COLUMNS, COLUMNS)
+    )
+    (sine, _), (product, _), (product_freed, _), (sine_handed_over, _), (cosine, _) = counter.trace
+    assert allocations(counter) == [BYTES, BYTES, BYTES]  # a sine's, a product's, the cosine's
+    assert (product_freed, sine_handed_over) == (product, sine) and cosine not in (sine, product)
+    assert counter.peak == 2 * BYTES + COLUMNS * COLUMNS * 4 + BYTES  # x, w; two at a time
+
+
+def test_a_returned_tensor_is_made_in_a_freed_buffer_which_lives_until_then():
+    """A graph's output reuses a freed buffer as any of its buffers does: the sine's buffer,
+    free once the first matmul read it, lives on past the row sums to become the second
+    matmul's product, the graph's output (eager frees it at once)."""
+    counter, _values = counted(
+        lambda x, w: ((p := x.sin() @ w).sum(1), p @ w), (ROWS, COLUMNS), (COLUMNS, COLUMNS)
+    )
+    (sine, _), (product, _), (sums, _), (sine_freed, _), (output, _), *_ = counter.trace
+    assert sine_freed == sine and len({sine, product, sums, output}) == 4
+
+
+def test_a_max_pools_gradient_is_computed_where_it_is_read():
+    """inductor lowers a max pool's backward into the kernels that read it: no buffer of its
+    own, nor of the indices it reads (a fallback would allocate both)."""
+
+    def gradient(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        indices = torch.zeros_like(grad, dtype=torch.long)
+        pool = torch.ops.aten.max_pool2d_with_indices_backward
+        return pool(grad, x, [3, 3], [2, 2], [1, 1], [1, 1], False, indices).sin()
+
+    counter, _values = counted(gradient, (4, 8, 16, 16), (4, 8, 32, 32))
+    assert allocations(counter) == [4 * 8 * 32 * 32 * 4]  # the sine's, returned
+
+
+def test_a_convolutions_output_reuses_no_buffer_and_its_workspace_is_counted_after_it():
+    """A convolution (an extern kernel that allocates its own output) takes no freed buffer,
+    and its cuDNN workspace comes after its output, as in eager: for a channels-first bf16
+    3x3, the transposing workspace of input, weight and output (cuda_workspaces.py)."""
+    batch, channels, side = 4, 64, 32
+    x, w = batch * channels * side * side * 2, channels * channels * 9 * 2
+    workspace = x + w + x + 147
+    counter, _values = counted(
+        lambda x, w: F.conv2d(F.conv2d(x.sin(), w, padding=1).cos(), w, padding=1).cos(),
+        (batch, channels, side, side), (channels, channels, 3, 3),
+        dtype=torch.bfloat16, cuda=True,
+    )  # fmt: skip
+    # the sine's; the first convolution's output and workspace (the inner cosine is written
+    # in its place); the second's output, though the sine's buffer was free; its workspace;
+    # the result
+    assert allocations(counter) == [x, x, workspace, x, workspace, x]
+    sine, first, workspace_1, second, workspace_2, _ = (n for n, size in counter.trace if size >= 0)
+    frees = [number for number, size in counter.trace if size < 0]
+    assert frees == [workspace_1, sine, workspace_2, first, second]
 
 
 def test_pointwise_buffers_reading_one_buffer_are_made_by_one_kernel():
