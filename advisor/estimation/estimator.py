@@ -21,7 +21,6 @@ from advisor import gpus
 from advisor.errors import EstimateError
 from advisor.estimation.allocator import ReplayOutOfMemory
 from advisor.estimation.corrections import Calibration, Corrections
-from advisor.estimation.cuda_workspaces import STRICT_FP32_FORWARD_CAP_BYTES
 from advisor.estimation.fake_step import FakeStep, fake_step, replayed_reserved, step_between
 from advisor.estimation.memory_line import fit
 from advisor.estimation.meta_model import meta_model_of
@@ -57,14 +56,15 @@ CONVOLUTIONS_ABOVE = 0.26
 # In strict fp32 cuDNN's benchmark (on in advisor's runs, as in most scripts) picks the fastest
 # algorithm whatever its workspace, unmodelled: a VGG11 at 24 reserved 37.7% above its estimate
 # (one 3x3's forward took 2.4 GB). So its upper side adds a bound that every measured forward
-# stayed within (cuda_workspaces.strict_fp32_forward_bound, capped at the largest seen); a
-# compiled step, whose convolutions run unseen in its graphs, adds the cap. The gradients'
+# stayed within (cuda_workspaces.strict_fp32_forward_bound, capped at the largest seen), a
+# compiled step's as an eager one's (its graphs' convolutions are counted). The gradients'
 # workspaces, which grow with the batch, are not in it: the two nets measured stayed within the
 # 26% and the bound (experiments/2026-12-06-conv-workspace-survey).
 # Compiled, estimated with the torch the H200 ran (2.11) on 43 compiled specs, graph-broken ones
-# among them, the device peak was up to 13.4% above the estimate (a DDPM UNet) and the peak
-# allocated up to 3.7% (experiments/2026-12-03-compiled-estimate-same-torch). The estimate
-# compiles as the torch it runs on does: another torch's inductor may keep other tensors.
+# among them, the device peak was up to 9.3% above the estimate (gpt2 b32 bf16; 13.4% before
+# inductor's buffer reuse was modelled) and the peak allocated up to 3.6% (a DDPM UNet;
+# experiments/2026-12-06-compiled-device-peak). The estimate compiles as the torch it runs on
+# does: another torch's inductor may keep other tensors.
 COMPILED_ABOVE = 0.14
 # An FSDP2 rank that casts its parameters for each gather (fsdp.param_dtype) reserved 9.4% above
 # its estimated device peak on an H100 (gpt2 at 8: 2.51 GiB over its peak allocated, the
@@ -189,9 +189,7 @@ def estimate(spec: TrialSpec, target: Target, history: Sequence[TrialResult] = (
     if step.unmodelled_convolutions and not corrections.calibration:
         high = CONVOLUTIONS_ABOVE
         if not spec.precision.cudnn_tf32:
-            seen = step.strict_fp32_forward_bound_bytes
-            compiled = spec.compile and step.compiled_graphs > 0
-            above_bytes = STRICT_FP32_FORWARD_CAP_BYTES if compiled else seen
+            above_bytes = step.strict_fp32_forward_bound_bytes
             unmodelled.append(
                 "strict fp32: cuDNN's benchmark picks convolution algorithms by speed, whatever "
                 f"their workspace; the range and the verdict take {above_bytes / 2**20:,.0f} MiB "
