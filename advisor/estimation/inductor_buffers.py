@@ -11,9 +11,9 @@ the forward saved) too, as inductor's code frees them, except what the caller ho
 inductor's code also keeps buffers that a real run would free and allocate again: a pointwise
 kernel writes in place of a buffer it reads for the last time, and a buffer the code allocates
 takes one freed before it of the same dtype and size. An extern kernel's own workspaces (cuDNN's
-convolutions', attention's) come after its outputs, as in an eager step. Left out, the H200's
-compiled steps reserved up to 12% more or less than the fake step's replay
-(experiments/2026-12-06-compiled-device-peak).
+convolutions', attention's) come after its outputs, as in an eager step. Left out, the fake
+step's replay reserved 17% less than the H200's steady compiled step (a DDPM UNet) to 10.5% more
+(ResNet-50-D; experiments/2026-12-06-compiled-device-peak).
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ def _events(graph: _Graph, backward: bool, held: set[int]) -> list[Event]:
                     kind = "count"
                 else:
                     kind = "in place"
-                made_here.discard(old)
+                if old is not None:
+                    made_here.discard(old)
                 events.append((kind, key, ordinal, member, -1 if old is None else old))
                 made_here.add(key)
             if _extern(member):  # its own workspaces, after its outputs, as CUDA's kernels
@@ -311,9 +312,9 @@ class _Graph:
     ) -> int | None:
         """The buffer a pointwise kernel writes its output into, as inductor's scheduler
         decides (torch/_inductor/scheduler.py, decide_inplace_update): one of the graph's own
-        buffers it alone reads, read for the last time, of the output's dtype and size, read
-        as the output is written (a view of the same shape and strides, where the node reads
-        it directly)."""
+        buffers it alone reads, read for the last time, of the output's dtype and size, and
+        read as the output is written: where the node reads it directly, in the output's shape
+        and dense (the output then takes its layout; a strided view is read elsewhere)."""
         if not _fused(member):
             return None
         out = self.tensor(member, key)
