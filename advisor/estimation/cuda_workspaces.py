@@ -87,8 +87,8 @@ class CudaTemporaries:
 
     def convolutions_of(self, model: nn.Module) -> tuple[bool, bool]:
         """Whether the step had a convolution, and one whose workspaces cuDNN decides beyond the
-        record: by the calls the step ran, and by the model's modules, which stand for those a
-        compiled step ran unseen in its graphs (a compiled step's functional ones are missed)."""
+        record: by the calls the step ran (a compiled step's graphs' too), and by the model's
+        modules, which stand for any the step did not run."""
         has_modules = any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
         modules_beyond = has_unmodelled_convolutions(
             model, channels_last=self.channels_last, tensor_cores=self.tf32

@@ -8,7 +8,7 @@ attention) reads it, the graph returns it, or inductor's realize heuristics comp
 what feeds it. Every buffer is freed after its last reader; a backward graph's inputs (what
 the forward saved) too, as inductor's code frees them, except what the caller holds.
 
-inductor's code also keeps buffers that a real run would free and allocate again: a pointwise
+inductor's code also keeps buffers that an eager step would free and allocate again: a pointwise
 kernel writes in place of a buffer it reads for the last time, and a buffer the code allocates
 takes one freed before it of the same dtype and size. An extern kernel's own workspaces (cuDNN's
 convolutions', attention's) come after its outputs, as in an eager step. Left out, the fake
@@ -19,7 +19,8 @@ step's replay reserved 17% less than the H200's steady compiled step (a DDPM UNe
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import enum
+from typing import Any, NamedTuple
 
 import torch
 from torch import fx
@@ -44,6 +45,9 @@ FUSED = {
     "aten::avg_pool2d", "aten::avg_pool2d_backward",
 }  # fmt: skip
 FUSING = {"aten::cat"}  # kernels that make a buffer of their own and fuse what feeds them
+# extern kernels whose output inductor's wrapper allocates (ExternKernelOut: at::mm_out, ...),
+# which can so take a freed buffer; a convolution or attention allocates its own
+ALLOCATED_EXTERN = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
 # inductor's thresholds (torch/_inductor/config.py): a kernel reads at most 8 buffers; a node
 # read by several is computed once where it reads over 4 or computes over 30 operators
 ACCUMULATED_READS, REUSED_READS, REUSED_OPS = 8, 4, 30
@@ -68,37 +72,56 @@ def count_buffers(
     events = _events(graph, backward, held)
     reused = _reuses(graph, events)
     allocated: dict[int, int] = {}  # a buffer: its number in the counter's trace
-    for index, (kind, key, _, member, old) in enumerate(events):
-        if kind == "count":  # a returned tensor: counted as itself, from the taken buffer on
+    for index, event in enumerate(events):
+        key, member = event.key, event.member
+        if event.kind is Happens.COUNTED:  # returned: counted as itself, from a taken buffer on
             assert member is not None
             if key in reused.taken:
                 taken = reused.taken[key]
                 counter.free(allocated.pop(taken), graph.storage[taken].nbytes())
             counter.count(graph.tensor(member, key))
-        elif kind == "allocate":
+        elif event.kind is Happens.ALLOCATED:
             if key in reused.taken:
                 allocated[key] = allocated.pop(reused.taken[key])
             else:
                 allocated[key] = counter.allocate(graph.storage[key].nbytes())
-        elif kind == "in place":
-            allocated[key] = allocated.pop(old)
-        elif kind == "temporaries" and counter.temporaries is not None:
+        elif event.kind is Happens.WRITTEN_IN_PLACE:
+            assert event.in_place_of is not None
+            allocated[key] = allocated.pop(event.in_place_of)
+        elif event.kind is Happens.WORKSPACES and counter.temporaries is not None:
             assert member is not None
             args = fx.node.map_arg(member.args, env.__getitem__)
             for round_ in counter.temporaries(member.target, args, env[member]):
                 made = [(counter.allocate(n), n) for n in round_]
                 for number, nbytes in reversed(made):
                     counter.free(number, nbytes)
-        elif kind in ("free", "handed over"):
+        elif event.kind in (Happens.FREED, Happens.HANDED_OVER):
             if index not in reused.frees_removed:
                 counter.free(allocated.pop(key), graph.storage[key].nbytes())
-        elif kind == "release":  # a backward's input the kernels free at their last reader
+        elif event.kind is Happens.RELEASED:  # a backward's input, freed at its last reader
             counter.release(graph.storage[key])
 
 
-# An event of a graph's run: (kind, storage, its kernel's place among the graph's kernels, the
-# node that makes it, the storage it writes in place of)
-Event = tuple[str, int, int, fx.Node | None, int]
+class Happens(enum.Enum):
+    """What an event of a graph's run does to a storage."""
+
+    ALLOCATED = "allocated"  # a buffer the graph's code allocates
+    COUNTED = "counted"  # a returned tensor, counted as itself (it lives on)
+    WRITTEN_IN_PLACE = "written in place"  # a buffer written into another the kernel reads
+    HANDED_OVER = "handed over"  # a buffer that a returned tensor is written in place of
+    WORKSPACES = "workspaces"  # an extern kernel's own (the storage is none: -1)
+    FREED = "freed"  # one of the graph's buffers, after its last reader
+    RELEASED = "released"  # a backward graph's input, after its last reader
+
+
+class Event(NamedTuple):
+    """One event of a graph's run, in the order inductor's code runs it."""
+
+    kind: Happens
+    key: int  # the storage (-1: none)
+    kernel: int  # the kernel's place among the graph's kernels (-1: before the first)
+    member: fx.Node | None = None  # the node that makes the storage, or runs the kernel
+    in_place_of: int | None = None  # the buffer it is written into
 
 
 def _events(graph: _Graph, backward: bool, held: set[int]) -> list[Event]:
@@ -107,7 +130,7 @@ def _events(graph: _Graph, backward: bool, held: set[int]) -> list[Event]:
     if backward:  # inputs no kernel reads die at once
         for key in graph.inputs:
             if key not in graph.last and key not in graph.returned and key not in held:
-                events.append(("release", key, -1, None, -1))
+                events.append(Event(Happens.RELEASED, key, -1))
     made_here: set[int] = set()  # the graph's own buffers, alive
     kernel_nodes = [(at, node) for at, node in enumerate(graph.nodes) if node in graph.kernels]
     for ordinal, (at, node) in enumerate(kernel_nodes):
@@ -116,34 +139,33 @@ def _events(graph: _Graph, backward: bool, held: set[int]) -> list[Event]:
             for key in graph.made[member]:
                 old = graph.written_in_place_of(member, key, kernel, at, made_here)
                 if old is None:
-                    kind = "count" if key in graph.returned else "allocate"
+                    kind = Happens.COUNTED if key in graph.returned else Happens.ALLOCATED
                 elif key in graph.returned:  # (the storage is the output's from here on)
-                    events.append(("handed over", old, ordinal, None, -1))
-                    kind = "count"
+                    events.append(Event(Happens.HANDED_OVER, old, ordinal))
+                    kind = Happens.COUNTED
                 else:
-                    kind = "in place"
+                    kind = Happens.WRITTEN_IN_PLACE
                 if old is not None:
                     made_here.discard(old)
-                events.append((kind, key, ordinal, member, -1 if old is None else old))
+                events.append(Event(kind, key, ordinal, member, old))
                 made_here.add(key)
             if _extern(member):  # its own workspaces, after its outputs, as CUDA's kernels
-                events.append(("temporaries", -1, ordinal, member, -1))
+                events.append(Event(Happens.WORKSPACES, -1, ordinal, member))
         made = [key for member in kernel for key in graph.made[member]]
         read = frozenset().union(*(graph.buffers_read(member) for member in kernel))
         for key in [*made, *sorted(read, key=graph.order.__getitem__)]:
             if graph.last.get(key, -1) <= at and key not in graph.returned:
                 if key in made_here:
-                    events.append(("free", key, ordinal, None, -1))
+                    events.append(Event(Happens.FREED, key, ordinal))
                     made_here.discard(key)
                 elif backward and key in graph.input_keys and key not in held:
-                    events.append(("release", key, ordinal, None, -1))
+                    events.append(Event(Happens.RELEASED, key, ordinal))
     return events
 
 
 @dataclasses.dataclass
 class _Reuses:
-    """The buffers inductor's code makes in freed ones: the new storage's key, the freed one's;
-    and the frees that reuse then removes (by their place among the events)."""
+    """Buffers made in freed ones (new storage: freed one), and the frees that removes."""
 
     taken: dict[int, int] = dataclasses.field(default_factory=dict)
     frees_removed: set[int] = dataclasses.field(default_factory=set)
@@ -156,25 +178,25 @@ def _reuses(graph: _Graph, events: list[Event]) -> _Reuses:
     inputs, kernel by kernel) where kernels lie between the free and the allocation. An extern
     kernel that makes its own output (a convolution, attention) takes none; its output, once
     freed, can be taken."""
-    kernels = max((at for _, _, at, _, _ in events), default=-1) + 2
-    peak = [0] * kernels  # at kernel at + 1: the graph's bytes while it runs
-    live = sum(graph.storage[k].nbytes() for kind, k, _, _, _ in events if kind == "release")
-    peak[0] = live
-    for kind, key, at, _, _ in events:  # (a kernel's allocations come before its frees)
-        if kind in ("count", "allocate"):
-            live += graph.storage[key].nbytes()
-            peak[at + 1] = max(peak[at + 1], live)
-        elif kind in ("free", "handed over", "release"):
-            live -= graph.storage[key].nbytes()
+    kernels = max((event.kernel for event in events), default=-1) + 2
+    peak = [0] * kernels  # at kernel k + 1: the graph's bytes while it runs
+    live = sum(graph.storage[e.key].nbytes() for e in events if e.kind is Happens.RELEASED)
+    peak[0] = live  # the graph's freeable inputs, live from its start
+    for event in events:  # (a kernel's allocations come before its frees)
+        if event.kind in (Happens.COUNTED, Happens.ALLOCATED):
+            live += graph.storage[event.key].nbytes()
+            peak[event.kernel + 1] = max(peak[event.kernel + 1], live)
+        elif event.kind in (Happens.FREED, Happens.HANDED_OVER, Happens.RELEASED):
+            live -= graph.storage[event.key].nbytes()
     overall = max(peak, default=0)
     reuses = _Reuses()
     pool: dict[tuple[torch.dtype, int], list[tuple[int, int, int]]] = {}
     for index, (kind, key, at, member, in_place_of) in enumerate(events):
-        if kind == "free":
+        if kind is Happens.FREED:
             pool.setdefault(graph.reuse_key(key), []).append((index, key, at))
         elif (
-            kind in ("allocate", "count")
-            and in_place_of < 0
+            kind in (Happens.ALLOCATED, Happens.COUNTED)
+            and in_place_of is None
             and member is not None
             and _allocated_by_wrapper(member)
         ):
@@ -194,14 +216,8 @@ def _reuses(graph: _Graph, events: list[Event]) -> _Reuses:
     return reuses
 
 
-# extern kernels inductor's wrapper allocates the output of (ExternKernelOut: at::mm_out, ...)
-ALLOCATED_EXTERN = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
-
-
 def _allocated_by_wrapper(node: fx.Node) -> bool:
-    target = node.target
-    name = target._schema.name if isinstance(target, torch._ops.OpOverload) else ""
-    return _fused(node) or _fusing(node) or name in ALLOCATED_EXTERN
+    return _fused(node) or _fusing(node) or _schema_name(node) in ALLOCATED_EXTERN
 
 
 class _Graph:
@@ -323,10 +339,7 @@ class _Graph:
                 continue
             if sum(old in self.buffers_read(m) for m in kernel) != 1:
                 continue
-            if (self.storage[old].nbytes(), self.tensor(self.owner[old], old).dtype) != (
-                self.storage[key].nbytes(),
-                out.dtype,
-            ):
+            if self.reuse_key(old) != self.reuse_key(key):
                 continue
             read = [
                 t
@@ -334,7 +347,9 @@ class _Graph:
                 for t in _tensors(self.env[n])
                 if id(t.untyped_storage()) == old
             ]
-            if all(t.shape == out.shape and _dense(t) for t in read[:1]):
+            if not read:  # read through the fused nodes before it: as the output is written
+                return old
+            if read[0].shape == out.shape and _dense(read[0]):
                 return old
         return None
 
@@ -365,11 +380,14 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
-def _fused(node: fx.Node) -> bool:
+def _schema_name(node: fx.Node) -> str:
     target = node.target
-    if not isinstance(target, torch._ops.OpOverload):
-        return False
-    return torch.Tag.pointwise in target.tags or target._schema.name in FUSED
+    return target._schema.name if isinstance(target, torch._ops.OpOverload) else ""
+
+
+def _fused(node: fx.Node) -> bool:
+    tags = node.target.tags if isinstance(node.target, torch._ops.OpOverload) else ()
+    return torch.Tag.pointwise in tags or _schema_name(node) in FUSED
 
 
 def _extern(node: fx.Node) -> bool:
@@ -378,7 +396,5 @@ def _extern(node: fx.Node) -> bool:
 
 
 def _fusing(node: fx.Node) -> bool:
-    target = node.target
-    if not isinstance(target, torch._ops.OpOverload):
-        return False
-    return torch.Tag.reduction in target.tags or target._schema.name in FUSING
+    tags = node.target.tags if isinstance(node.target, torch._ops.OpOverload) else ()
+    return torch.Tag.reduction in tags or _schema_name(node) in FUSING

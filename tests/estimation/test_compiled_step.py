@@ -6,17 +6,20 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from conftest import spec_of
+from torch._inductor import inductor_prims
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn import functional as F
 
 from advisor.estimation.compiled_step import _padded_on_a_gpu
-from advisor.estimation.cuda_workspaces import CudaTemporaries
+from advisor.estimation.cuda_workspaces import TRANSPOSE_WORKSPACE_EXTRA, CudaTemporaries
 from advisor.estimation.fake_step import fake_step, step_between
 from advisor.estimation.inductor_buffers import count_buffers
 from advisor.estimation.storage_bytes import StorageBytes
@@ -27,11 +30,16 @@ BYTES = ROWS * COLUMNS * 4
 
 
 def counted(
-    function, *shapes: tuple[int, ...], backward=False, held=(), dtype=torch.float32, cuda=False
-):
+    function: Callable[..., Any],
+    *shapes: tuple[int, ...],
+    backward: bool = False,
+    held: tuple[int, ...] = (),
+    dtype: torch.dtype = torch.float32,
+    cuda: bool = False,
+) -> tuple[StorageBytes, dict[torch.fx.Node, Any]]:
     """The counter after the graph of `function` on fake inputs of the shapes was counted (its
     inputs counted first, as the step had made them), and the graph's values, kept alive; with
-    cuda, the counter makes CUDA's kernels' temporaries (bf16's convolutions in TF32)."""
+    cuda, the counter makes CUDA's kernels' temporaries (cuDNN's, as a GPU's step would)."""
     temporaries = CudaTemporaries(tf32=True, channels_last=False) if cuda else None
     counter = StorageBytes(1, temporaries)
     with FakeTensorMode():
@@ -86,7 +94,8 @@ def test_a_buffer_freed_before_a_kernel_of_its_dtype_and_size_is_reused_by_its_o
     (sine, _), (product, _), (product_freed, _), (sine_handed_over, _), (cosine, _) = counter.trace
     assert allocations(counter) == [BYTES, BYTES, BYTES]  # a sine's, a product's, the cosine's
     assert (product_freed, sine_handed_over) == (product, sine) and cosine not in (sine, product)
-    assert counter.peak == 2 * BYTES + COLUMNS * COLUMNS * 4 + BYTES  # x, w; two at a time
+    # x and w, and two buffers at a time: the sine's (the second product's) and a product's
+    assert counter.peak == BYTES + COLUMNS * COLUMNS * 4 + 2 * BYTES
 
 
 def test_a_returned_tensor_is_made_in_a_freed_buffer_which_lives_until_then():
@@ -96,16 +105,19 @@ def test_a_returned_tensor_is_made_in_a_freed_buffer_which_lives_until_then():
     counter, _values = counted(
         lambda x, w: ((p := x.sin() @ w).sum(1), p @ w), (ROWS, COLUMNS), (COLUMNS, COLUMNS)
     )
-    (sine, _), (product, _), (sums, _), (sine_freed, _), (output, _), *_ = counter.trace
-    assert sine_freed == sine and len({sine, product, sums, output}) == 4
+    (sine, _), (product, _), (_sums, _), (sine_freed, size), (_output, _), *_ = counter.trace
+    assert (sine_freed, size) == (sine, -1) and product != sine  # freed only after the sums
 
 
 def test_a_max_pools_gradient_is_computed_where_it_is_read():
-    """inductor lowers a max pool's backward into the kernels that read it: no buffer of its
-    own, nor of the indices it reads (a fallback would allocate both)."""
+    """inductor lowers a max pool's backward, and the indices it makes of the forward's
+    offsets, into the kernels that read them: no buffer of either (a fallback would allocate
+    both, the indices in int64)."""
 
     def gradient(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        indices = torch.zeros_like(grad, dtype=torch.long)
+        offsets = torch.zeros_like(grad, dtype=torch.int8)
+        to_indices = inductor_prims._low_memory_max_pool_offsets_to_indices
+        indices = to_indices(offsets, [3, 3], [32, 32], [2, 2], [1, 1], [1, 1])
         pool = torch.ops.aten.max_pool2d_with_indices_backward
         return pool(grad, x, [3, 3], [2, 2], [1, 1], [1, 1], False, indices).sin()
 
@@ -118,8 +130,8 @@ def test_a_convolutions_output_reuses_no_buffer_and_its_workspace_is_counted_aft
     and its cuDNN workspace comes after its output, as in eager: for a channels-first bf16
     3x3, the transposing workspace of input, weight and output (cuda_workspaces.py)."""
     batch, channels, side = 4, 64, 32
-    x, w = batch * channels * side * side * 2, channels * channels * 9 * 2
-    workspace = x + w + x + 147
+    image, kernel = batch * channels * side * side * 2, channels * channels * 9 * 2
+    workspace = image + kernel + image + TRANSPOSE_WORKSPACE_EXTRA
     counter, _values = counted(
         lambda x, w: F.conv2d(F.conv2d(x.sin(), w, padding=1).cos(), w, padding=1).cos(),
         (batch, channels, side, side), (channels, channels, 3, 3),
@@ -128,7 +140,7 @@ def test_a_convolutions_output_reuses_no_buffer_and_its_workspace_is_counted_aft
     # the sine's; the first convolution's output and workspace (the inner cosine is written
     # in its place); the second's output, though the sine's buffer was free; its workspace;
     # the result
-    assert allocations(counter) == [x, x, workspace, x, workspace, x]
+    assert allocations(counter) == [image, image, workspace, image, workspace, image]
     sine, first, workspace_1, second, workspace_2, _ = (n for n, size in counter.trace if size >= 0)
     frees = [number for number, size in counter.trace if size < 0]
     assert frees == [workspace_1, sine, workspace_2, first, second]
