@@ -88,13 +88,10 @@ def count_buffers(
         elif event.kind is Happens.WRITTEN_IN_PLACE:
             assert event.in_place_of is not None
             allocated[key] = allocated.pop(event.in_place_of)
-        elif event.kind is Happens.WORKSPACES and counter.temporaries is not None:
+        elif event.kind is Happens.WORKSPACES:
             assert member is not None
             args = fx.node.map_arg(member.args, env.__getitem__)
-            for round_ in counter.temporaries(member.target, args, env[member]):
-                made = [(counter.allocate(n), n) for n in round_]
-                for number, nbytes in reversed(made):
-                    counter.free(number, nbytes)
+            counter.make_temporaries(member.target, args, env[member])
         elif event.kind in (Happens.FREED, Happens.HANDED_OVER):
             if index not in reused.frees_removed:
                 counter.free(allocated.pop(key), graph.storage[key].nbytes())

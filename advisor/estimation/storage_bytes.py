@@ -61,11 +61,7 @@ class StorageBytes(TorchDispatchMode):
         peak_before, at = self.peak, len(self.trace)
         for t in local_tensors(tree_flatten(out)[0]):
             self.count(t)
-        # each round's alive together, freed before the next
-        for round_ in self.temporaries(func, args, out) if self.temporaries else ():
-            made = [(self.allocate(n), n) for n in round_]
-            for number, nbytes in reversed(made):
-                self.free(number, nbytes)
+        self.make_temporaries(func, args, out)
         if (
             self.summing
             and func is torch.ops.aten.add.Tensor
@@ -77,6 +73,14 @@ class StorageBytes(TorchDispatchMode):
             size = self._rounded(result.nbytes())
             self._sum = _GradientSum(id(result), at, addends, size, peak_before)
         return out
+
+    def make_temporaries(self, func: Any, args: Any, out: Any) -> None:
+        """The operator's own temporaries, allocated and freed now: each round's alive
+        together, freed before the next."""
+        for round_ in self.temporaries(func, args, out) if self.temporaries else ():
+            made = [(self.allocate(n), n) for n in round_]
+            for number, nbytes in reversed(made):
+                self.free(number, nbytes)
 
     @classmethod
     def ignore_compile_internals(cls) -> bool:
