@@ -13,6 +13,8 @@
 - inductor_buffers.py which of a graph's values inductor makes buffers of, when it frees them,
                  which it writes in place of another or reuses, and its extern kernels'
                  workspaces
+- inductor_ops.py which operators inductor fuses into their readers, which make a kernel that
+                 fuses what feeds them, which it calls as extern kernels
 - meta_model.py  the workload's model without memory: built on meta once, copied, faked
 - job_rank.py    one rank of a job on several GPUs: FSDP2 sharded on the fake group as it runs,
                  DDP's gradient buckets added

@@ -5,8 +5,9 @@ An operator inductor fuses into the kernels that read it (pointwise ones, gather
 numbers) makes no buffer of its own, unless an extern kernel (a matmul, a convolution,
 attention) reads it, the graph returns it, or inductor's realize heuristics compute it once
 (torch/_inductor/ir.py, StorageBox). A reduction or a concatenation makes a buffer and fuses
-what feeds it. Every buffer is freed after its last reader; a backward graph's inputs (what
-the forward saved) too, as inductor's code frees them, except what the caller holds.
+what feeds it (which operators are which: inductor_ops.py). Every buffer is freed after its
+last reader; a backward graph's inputs (what the forward saved) too, as inductor's code frees
+them, except what the caller holds.
 
 inductor's code also keeps buffers that an eager step would free and allocate again: a pointwise
 kernel writes in place of a buffer it reads for the last time, and a buffer the code allocates
@@ -24,27 +25,18 @@ from typing import Any, NamedTuple
 
 import torch
 from torch import fx
-from torch.utils._pytree import tree_leaves
 
+from advisor.estimation.inductor_ops import (
+    dense,
+    extern,
+    fused,
+    fusing,
+    numel,
+    schema_name,
+    tensors,
+)
 from advisor.estimation.storage_bytes import StorageBytes, storages_of
 
-# Not tagged pointwise, but lowered by inductor into the kernels that read them (schema names)
-FUSED = {
-    "aten::_to_copy", "prims::convert_element_type", "aten::clone", "aten::copy", "aten::full",
-    "aten::zeros", "aten::ones", "aten::scalar_tensor", "prims::iota", "aten::arange",
-    "aten::rand", "aten::rand_like", "aten::randn", "aten::randn_like", "aten::bernoulli",
-    "aten::index", "aten::gather", "aten::embedding", "aten::constant_pad_nd",
-    "aten::slice_scatter", "aten::select_scatter", "aten::where", "aten::full_like",
-    "aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::expand_copy",
-    "aten::permute_copy", "prims::inductor_random", "prims::inductor_randint",
-    "prims::inductor_seeds", "prims::inductor_lookup_seed",
-    # pooling's windows, computed where they are read (torch/_inductor/lowering.py); a max
-    # pool's indices from its offsets were a 392 MiB int64 buffer in ResNet-50-D's fake step,
-    # which the H200's step never allocated (experiments/2026-12-06-compiled-device-peak)
-    "prims::_low_memory_max_pool_offsets_to_indices", "aten::max_pool2d_with_indices_backward",
-    "aten::avg_pool2d", "aten::avg_pool2d_backward",
-}  # fmt: skip
-FUSING = {"aten::cat"}  # kernels that make a buffer of their own and fuse what feeds them
 # extern kernels whose output inductor's wrapper allocates (ExternKernelOut: at::mm_out, ...),
 # which can so take a freed buffer; a convolution or attention allocates its own
 ALLOCATED_EXTERN = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
@@ -146,7 +138,7 @@ def _events(graph: _Graph, backward: bool, held: set[int]) -> list[Event]:
                     made_here.discard(old)
                 events.append(Event(kind, key, ordinal, member, old))
                 made_here.add(key)
-            if _extern(member):  # its own workspaces, after its outputs, as CUDA's kernels
+            if extern(member):  # its own workspaces, after its outputs, as CUDA's kernels
                 events.append(Event(Happens.WORKSPACES, -1, ordinal, member))
         made = [key for member in kernel for key in graph.made[member]]
         read = frozenset().union(*(graph.buffers_read(member) for member in kernel))
@@ -214,7 +206,7 @@ def _reuses(graph: _Graph, events: list[Event]) -> _Reuses:
 
 
 def _allocated_by_wrapper(node: fx.Node) -> bool:
-    return _fused(node) or _fusing(node) or _schema_name(node) in ALLOCATED_EXTERN
+    return fused(node) or fusing(node) or schema_name(node) in ALLOCATED_EXTERN
 
 
 class _Graph:
@@ -248,7 +240,7 @@ class _Graph:
         self._resolved_keys: dict[int, frozenset[int]] = {}
         ops: dict[fx.Node, int] = {}  # a fused node: the operators its kernel computes
         for node in self.nodes:  # in order: what a node reads is decided before it
-            if node.op != "call_function" or not self.made[node] or not _fused(node):
+            if node.op != "call_function" or not self.made[node] or not fused(node):
                 self.is_buffer[node] = node.op == "placeholder" or bool(self.made[node])
                 continue
             read = self.buffers_read(node)
@@ -284,16 +276,16 @@ class _Graph:
             if node.op != "call_function" or not self.is_buffer[node] or node in fused_into:
                 continue
             kernels[node] = [node]
-            if not _fused(node):
+            if not fused(node):
                 continue
             read = self.buffers_read(node)
             for key in sorted(read, key=self.order.__getitem__):
                 later = [n for n in readers.get(key, ()) if at[n] > i][:FUSION_CANDIDATES]
                 for other in later:
                     if (
-                        _fused(other)
+                        fused(other)
                         and other not in fused_into
-                        and _numel(self.env[other]) == _numel(self.env[node])
+                        and numel(self.env[other]) == numel(self.env[node])
                         and all(at[self.owner[k]] < i for k in self.buffers_read(other))
                     ):
                         kernels[node].append(other)
@@ -305,7 +297,7 @@ class _Graph:
 
     def _read_by_extern(self, key: int) -> bool:
         return any(
-            n.op == "call_function" and self.made[n] and not (_fused(n) or _fusing(n))
+            n.op == "call_function" and self.made[n] and not (fused(n) or fusing(n))
             for n in self.readers.get(key, ())
         )
 
@@ -328,7 +320,7 @@ class _Graph:
         buffers it alone reads, read for the last time, of the output's dtype and size, and
         read as the output is written: where the node reads it directly, in the output's shape
         and dense (the output then takes its layout; a strided view is read elsewhere)."""
-        if not _fused(member):
+        if not fused(member):
             return None
         out = self.tensor(member, key)
         for old in sorted(self.buffers_read(member), key=self.order.__getitem__):
@@ -341,12 +333,12 @@ class _Graph:
             read = [
                 t
                 for n in member.all_input_nodes
-                for t in _tensors(self.env[n])
+                for t in tensors(self.env[n])
                 if id(t.untyped_storage()) == old
             ]
             if not read:  # read through the fused nodes before it: as the output is written
                 return old
-            if read[0].shape == out.shape and _dense(read[0]):
+            if read[0].shape == out.shape and dense(read[0]):
                 return old
         return None
 
@@ -356,42 +348,4 @@ class _Graph:
 
     def tensor(self, node: fx.Node, key: int) -> torch.Tensor:
         """The node's tensor on the storage."""
-        return next(t for t in _tensors(self.env[node]) if id(t.untyped_storage()) == key)
-
-
-def _dense(t: torch.Tensor) -> bool:
-    """Whether a tensor covers its storage in some order of its dimensions (a pointwise
-    kernel's output takes the layout of such an input: inductor decides its layout)."""
-    return (
-        t.is_contiguous()
-        or t.is_contiguous(memory_format=torch.channels_last)
-        or (t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d))
-    )
-
-
-def _numel(value: Any) -> int:
-    return sum(t.numel() for t in _tensors(value))
-
-
-def _tensors(value: Any) -> list[torch.Tensor]:
-    return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
-
-
-def _schema_name(node: fx.Node) -> str:
-    target = node.target
-    return target._schema.name if isinstance(target, torch._ops.OpOverload) else ""
-
-
-def _fused(node: fx.Node) -> bool:
-    tags = node.target.tags if isinstance(node.target, torch._ops.OpOverload) else ()
-    return torch.Tag.pointwise in tags or _schema_name(node) in FUSED
-
-
-def _extern(node: fx.Node) -> bool:
-    """A kernel inductor calls rather than generates (a convolution, a matmul, attention)."""
-    return isinstance(node.target, torch._ops.OpOverload) and not (_fused(node) or _fusing(node))
-
-
-def _fusing(node: fx.Node) -> bool:
-    tags = node.target.tags if isinstance(node.target, torch._ops.OpOverload) else ()
-    return torch.Tag.reduction in tags or _schema_name(node) in FUSING
+        return next(t for t in tensors(self.env[node]) if id(t.untyped_storage()) == key)
