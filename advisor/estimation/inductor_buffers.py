@@ -5,9 +5,10 @@ An operator inductor fuses into the kernels that read it (pointwise ones, gather
 numbers) makes no buffer of its own, unless an extern kernel (a matmul, a convolution,
 attention) reads it, the graph returns it, or inductor's realize heuristics compute it once
 (torch/_inductor/ir.py, StorageBox). A reduction or a concatenation makes a buffer and fuses
-what feeds it (which operators are which: inductor_ops.py). Every buffer is freed after its
-last reader; a backward graph's inputs (what the forward saved) too, as inductor's code frees
-them, except what the caller holds.
+what feeds it, unless its one reader is a pointwise kernel as wide as it: then it runs in that
+kernel, where that kernel runs (which operators are which: inductor_ops.py). Every buffer is
+freed after its last reader; a backward graph's inputs (what the forward saved) too, as
+inductor's code frees them, except what the caller holds.
 
 inductor's code also keeps buffers that an eager step would free and allocate again: a pointwise
 kernel writes in place of a buffer it reads for the last time, and a buffer the code allocates
@@ -32,6 +33,7 @@ from advisor.estimation.inductor_ops import (
     fused,
     fusing,
     numel,
+    reduces,
     schema_name,
     tensors,
 )
@@ -126,6 +128,8 @@ def _events(graph: _Graph, backward: bool, held: set[int]) -> list[Event]:
         kernel = graph.kernels[node]
         for member in kernel:
             for key in graph.made[member]:
+                if key in graph.in_registers:
+                    continue
                 old = graph.written_in_place_of(member, key, kernel, at, made_here)
                 if old is None:
                     kind = Happens.COUNTED if key in graph.returned else Happens.ALLOCATED
@@ -251,7 +255,8 @@ class _Graph:
                 or len(read) > ACCUMULATED_READS
                 or (len(node.users) > 1 and (len(read) > REUSED_READS or ops[node] > REUSED_OPS))
             )
-        self.kernels = self._kernels()
+        self.in_registers: set[int] = set()  # a reduction's output its epilogue reads unwritten
+        self.kernels = self._with_epilogues(self._kernels())
         self.last: dict[int, int] = {}  # a buffer: where its last reader is
         for at, node in enumerate(self.nodes):
             for member in self.kernels.get(node, ()):
@@ -290,6 +295,35 @@ class _Graph:
                     ):
                         kernels[node].append(other)
                         fused_into.add(other)
+        return kernels
+
+    def _with_epilogues(
+        self, kernels: dict[fx.Node, list[fx.Node]]
+    ) -> dict[fx.Node, list[fx.Node]]:
+        """Each reduction whose one reader is a pointwise kernel as wide as its output, fused
+        into that kernel and run where it runs, as inductor fuses an epilogue (its scheduler
+        fuses vertically whatever the distance): T5's six encoder layers each summed their
+        position bias's gradient, which an add read at the end, and on the H200 the layers'
+        inputs to those sums (448 MiB a layer) stayed until then
+        (experiments/2026-12-06-epilogue-fusion)."""
+        readers: dict[int, set[fx.Node]] = {}  # a buffer: the kernels reading it
+        for node, members in kernels.items():
+            for key in frozenset().union(*(self.buffers_read(m) for m in members)):
+                readers.setdefault(key, set()).add(node)
+        for node in [n for n in kernels if fused(n)]:
+            read = frozenset().union(*map(self.buffers_read, kernels[node]))
+            for key in sorted(read, key=self.order.__getitem__):
+                reduction = self.owner[key]
+                if (
+                    reduction in kernels
+                    and reduces(reduction)
+                    and self.made[reduction] == [key]
+                    and key not in self.returned
+                    and readers[key] == {node}
+                    and numel(self.env[reduction]) == numel(self.env[node])
+                ):
+                    kernels[node] = [*kernels.pop(reduction), *kernels[node]]
+                    self.in_registers.add(key)
         return kernels
 
     def _is_buffer(self, key: int) -> bool:

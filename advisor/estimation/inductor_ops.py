@@ -63,5 +63,9 @@ def extern(node: fx.Node) -> bool:
 
 
 def fusing(node: fx.Node) -> bool:
+    return reduces(node) or schema_name(node) in FUSING
+
+
+def reduces(node: fx.Node) -> bool:
     tags = node.target.tags if isinstance(node.target, torch._ops.OpOverload) else ()
-    return torch.Tag.reduction in tags or schema_name(node) in FUSING
+    return torch.Tag.reduction in tags

@@ -109,6 +109,21 @@ def test_a_returned_tensor_is_made_in_a_freed_buffer_which_lives_until_then():
     assert (sine_freed, size) == (sine, -1) and product != sine  # freed only after the sums
 
 
+def test_a_reduction_read_by_one_pointwise_kernel_runs_in_it_and_its_input_lives_until_then():
+    """inductor's epilogue fusion: each column sum, read only by the add at the end, runs in
+    the add's kernel: neither sum is allocated, and the first product, which the first sum
+    reads, lives until the add (summed at once, it would die there and the cosine take its
+    buffer), as T5's encoder layers' inputs to their position bias's gradient did."""
+    counter, _values = counted(
+        lambda x, w: (x @ w).sum(0) * 2 + (x.cos() @ w).sum(0), (ROWS, COLUMNS), (COLUMNS, COLUMNS)
+    )
+    (product, _), (cosine, _), (second, _), (cosine_freed, _), (_, size), *frees = counter.trace
+    assert allocations(counter) == [BYTES, BYTES, BYTES, COLUMNS * 4]  # no sum's own
+    assert cosine_freed == cosine and size == COLUMNS * 4
+    assert [number for number, _ in frees] == [product, second]  # after the add
+    assert counter.peak == BYTES + COLUMNS * COLUMNS * 4 + 3 * BYTES  # x, w; three buffers
+
+
 def test_a_max_pools_gradient_is_computed_where_it_is_read():
     """inductor lowers a max pool's backward, and the indices it makes of the forward's
     offsets, into the kernels that read them: no buffer of either (a fallback would allocate
