@@ -27,17 +27,8 @@ from typing import Any, NamedTuple
 import torch
 from torch import fx
 
-from advisor.estimation.inductor_ops import (
-    dense,
-    extern,
-    fused,
-    fusing,
-    numel,
-    reduces,
-    schema_name,
-    tensors,
-)
-from advisor.estimation.storage_bytes import StorageBytes, storages_of
+from advisor.estimation.inductor_ops import extern, fused, fusing, reduces, schema_name
+from advisor.estimation.storage_bytes import StorageBytes, dense, numel, storages_of, tensors
 
 # extern kernels whose output inductor's wrapper allocates (ExternKernelOut: at::mm_out, ...),
 # which can so take a freed buffer; a convolution or attention allocates its own
@@ -300,21 +291,25 @@ class _Graph:
     def _with_epilogues(
         self, kernels: dict[fx.Node, list[fx.Node]]
     ) -> dict[fx.Node, list[fx.Node]]:
-        """Each reduction whose one reader is a pointwise kernel as wide as its output, fused
-        into that kernel and run where it runs, as inductor fuses an epilogue (its scheduler
-        fuses vertically whatever the distance): T5's six encoder layers each summed their
-        position bias's gradient, which an add read at the end, and on the H200 the layers'
-        inputs to those sums (448 MiB a layer) stayed until then
+        """Each reduction (of one buffer, not returned) whose one reader is a pointwise kernel
+        as wide as its output, fused into that kernel and run where it runs, as inductor fuses
+        an epilogue (its scheduler fuses vertically whatever the distance); a kernel takes
+        reductions over one loop only (as many elements read). T5's encoder layers each summed
+        their shared position bias's gradient, which an add read at the end, and on the H200
+        the layers' inputs to those sums (up to 448 MiB a layer) stayed until then
         (experiments/2026-12-06-epilogue-fusion)."""
         readers: dict[int, set[fx.Node]] = {}  # a buffer: the kernels reading it
         for node, members in kernels.items():
             for key in frozenset().union(*(self.buffers_read(m) for m in members)):
                 readers.setdefault(key, set()).add(node)
+        # (readers stays as it was before any move: it decides for reductions' outputs only,
+        # and one that a reduction reads never moves, as only a pointwise kernel takes one)
         for node in [n for n in kernels if fused(n)]:
+            loop = 0  # the elements each reduction fused into it reads
             read = frozenset().union(*map(self.buffers_read, kernels[node]))
             for key in sorted(read, key=self.order.__getitem__):
                 reduction = self.owner[key]
-                if (
+                if not (
                     reduction in kernels
                     and reduces(reduction)
                     and self.made[reduction] == [key]
@@ -322,8 +317,12 @@ class _Graph:
                     and readers[key] == {node}
                     and numel(self.env[reduction]) == numel(self.env[node])
                 ):
+                    continue
+                elements = numel(self.env[reduction.all_input_nodes[0]])
+                if loop in (0, elements):
                     kernels[node] = [*kernels.pop(reduction), *kernels[node]]
                     self.in_registers.add(key)
+                    loop = elements
         return kernels
 
     def _is_buffer(self, key: int) -> bool:

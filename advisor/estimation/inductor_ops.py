@@ -1,6 +1,7 @@
-"""Which aten operators inductor lowers into the kernels that read them (pointwise ones and
-those it treats so), which make a kernel of their own that fuses what feeds them (reductions,
-concatenation), and which it calls as extern kernels (a matmul, a convolution, attention)."""
+"""Which aten operators inductor lowers into the kernels that read them (fused: pointwise ones
+and those it treats so), which make a kernel of their own that fuses what feeds them (fusing:
+reductions, which `reduces` names, and concatenation), and which it calls as extern kernels (a
+matmul, a convolution, attention)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 
 import torch
 from torch import fx
-from torch.utils._pytree import tree_leaves
 
 # Not tagged pointwise, but lowered by inductor into the kernels that read them (schema names)
 FUSED = {
@@ -29,32 +29,13 @@ FUSED = {
 FUSING = {"aten::cat"}  # kernels that make a buffer of their own and fuse what feeds them
 
 
-def dense(t: torch.Tensor) -> bool:
-    """Whether a tensor covers its storage in some order of its dimensions (a pointwise
-    kernel's output takes the layout of such an input: inductor decides its layout)."""
-    return (
-        t.is_contiguous()
-        or t.is_contiguous(memory_format=torch.channels_last)
-        or (t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d))
-    )
-
-
-def numel(value: Any) -> int:
-    return sum(t.numel() for t in tensors(value))
-
-
-def tensors(value: Any) -> list[torch.Tensor]:
-    return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
-
-
 def schema_name(node: fx.Node) -> str:
     target = node.target
     return target._schema.name if isinstance(target, torch._ops.OpOverload) else ""
 
 
 def fused(node: fx.Node) -> bool:
-    tags = node.target.tags if isinstance(node.target, torch._ops.OpOverload) else ()
-    return torch.Tag.pointwise in tags or schema_name(node) in FUSED
+    return torch.Tag.pointwise in _tags(node) or schema_name(node) in FUSED
 
 
 def extern(node: fx.Node) -> bool:
@@ -67,5 +48,8 @@ def fusing(node: fx.Node) -> bool:
 
 
 def reduces(node: fx.Node) -> bool:
-    tags = node.target.tags if isinstance(node.target, torch._ops.OpOverload) else ()
-    return torch.Tag.reduction in tags
+    return torch.Tag.reduction in _tags(node)
+
+
+def _tags(node: fx.Node) -> tuple[Any, ...] | list[Any]:
+    return node.target.tags if isinstance(node.target, torch._ops.OpOverload) else ()

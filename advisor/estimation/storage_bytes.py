@@ -190,3 +190,21 @@ def local_tensors(values: Iterable[Any]) -> Iterator[torch.Tensor]:
 def storages_of(value: Any) -> list[torch.UntypedStorage]:
     """The storages of the tensors in a value (a tensor, or a pytree of them)."""
     return [t.untyped_storage() for t in local_tensors(tree_leaves(value))]
+
+
+def dense(t: torch.Tensor) -> bool:
+    """Whether a tensor covers its storage in some order of its dimensions (a pointwise
+    kernel's output takes the layout of such an input: inductor decides its layout)."""
+    return (
+        t.is_contiguous()
+        or t.is_contiguous(memory_format=torch.channels_last)
+        or (t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d))
+    )
+
+
+def numel(value: Any) -> int:
+    return sum(t.numel() for t in tensors(value))
+
+
+def tensors(value: Any) -> list[torch.Tensor]:
+    return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]

@@ -124,6 +124,31 @@ def test_a_reduction_read_by_one_pointwise_kernel_runs_in_it_and_its_input_lives
     assert counter.peak == BYTES + COLUMNS * COLUMNS * 4 + 3 * BYTES  # x, w; three buffers
 
 
+@pytest.mark.parametrize(
+    ("function", "as_wide"),
+    [
+        (lambda x, w: ((s := (x @ w).sum(0)) * 2, s), 2),
+        (lambda x, w: ((s := (x @ w).sum(0)) * 2, (x.cos() @ w)[0] + s), 3),
+        (lambda x, w: (p := x @ w) - p.sum(0), 1),
+    ],
+    ids=["returned", "read-by-two-kernels", "read-by-a-wider-kernel"],
+)
+def test_a_reduction_returned_or_read_otherwise_keeps_its_own_buffer(function, as_wide):
+    counter, _values = counted(function, (ROWS, COLUMNS), (COLUMNS, COLUMNS))
+    # the column sum's own buffer, beside the outputs as wide as it (each a buffer)
+    assert allocations(counter).count(COLUMNS * 4) == as_wide
+
+
+def test_a_kernel_takes_in_reductions_over_one_loop_only():
+    """Two column sums of products with different rows each read by the add: inductor fuses
+    reductions into one kernel only where they loop alike, so the second keeps its buffer."""
+    counter, _values = counted(
+        lambda x, y, w: (x @ w).sum(0) * 2 + (y @ w).sum(0),
+        (ROWS, COLUMNS), (2 * ROWS, COLUMNS), (COLUMNS, COLUMNS),
+    )  # fmt: skip
+    assert allocations(counter).count(COLUMNS * 4) == 2  # the second sum's, and the add's
+
+
 def test_a_max_pools_gradient_is_computed_where_it_is_read():
     """inductor lowers a max pool's backward, and the indices it makes of the forward's
     offsets, into the kernels that read them: no buffer of either (a fallback would allocate
