@@ -6,7 +6,8 @@
                  history, stated defaults otherwise
 - fake_step.py   one training step on fake tensors: what each storage takes, and when
 - storage_bytes.py the counter under the fake step: live storages, rounded as CUDA's allocator
-                 rounds them, their peak and their trace, and an operator's own temporaries
+                 rounds them, their peak and their trace, and an operator's own temporaries;
+                 the tensors and storages a value holds
 - compiled_step.py a compiled model's step as torch.compile runs it (dynamo, AOTAutograd,
                  inductor's partitioner), its graphs counted as inductor's kernels hold memory;
                  the loss modules dynamo puts past the emulation's modes run as it runs them

@@ -189,7 +189,7 @@ def local_tensors(values: Iterable[Any]) -> Iterator[torch.Tensor]:
 
 def storages_of(value: Any) -> list[torch.UntypedStorage]:
     """The storages of the tensors in a value (a tensor, or a pytree of them)."""
-    return [t.untyped_storage() for t in local_tensors(tree_leaves(value))]
+    return [t.untyped_storage() for t in tensors(value)]
 
 
 def dense(t: torch.Tensor) -> bool:
@@ -207,4 +207,5 @@ def numel(value: Any) -> int:
 
 
 def tensors(value: Any) -> list[torch.Tensor]:
-    return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
+    """The tensors in a value (a tensor, or a pytree of them) whose storages hold the bytes."""
+    return list(local_tensors(tree_leaves(value)))
