@@ -16,6 +16,8 @@
                  workspaces
 - inductor_ops.py which operators inductor fuses into their readers, which make a kernel that
                  fuses what feeds them, which it calls as extern kernels
+- inductor_padding.py the strides inductor pads on a GPU, and so the bytes of its kernels'
+                 buffers; which buffers it leaves dense
 - meta_model.py  the workload's model without memory: built on meta once, copied, faked
 - job_rank.py    one rank of a job on several GPUs: FSDP2 sharded on the fake group as it runs,
                  DDP's gradient buckets added

@@ -23,6 +23,7 @@ from torch.overrides import TorchFunctionMode
 
 from advisor.estimation.cuda_emulation import CUDA_EMULATION_MODES, cross_entropy_as_autocast
 from advisor.estimation.inductor_buffers import count_buffers
+from advisor.estimation.inductor_padding import pad_buffers
 from advisor.estimation.masks import KnownOnes
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
 from advisor.estimation.storage_bytes import StorageBytes, storages_of
@@ -60,10 +61,15 @@ def compiled(
     graphs: list[fx.GraphModule] = []
     backend: Any = aot_autograd(
         fw_compiler=functools.partial(
-            _counting_compiler, counter=counter, held=held, backward=False, graphs=graphs
+            _counting_compiler,
+            counter=counter,
+            held=held,
+            backward=False,
+            padded=gpu,
+            graphs=graphs,
         ),
         bw_compiler=functools.partial(
-            _counting_compiler, counter=counter, held=held, backward=True
+            _counting_compiler, counter=counter, held=held, backward=True, padded=gpu
         ),
         partition_fn=functools.partial(_partitioned, padded=gpu),
         decompositions=select_decomp_table(),
@@ -211,11 +217,14 @@ def _counting_compiler(
     counter: StorageBytes,
     held: set[int],
     backward: bool,
+    padded: bool,
     graphs: list[fx.GraphModule] | None = None,
 ) -> Any:
-    """AOTAutograd's compiler: a function that runs the graph and counts its buffers."""
+    """AOTAutograd's compiler: a function that runs the graph and counts its buffers, their
+    strides padded where `padded` (inductor's comprehensive padding, on a GPU)."""
     if graphs is not None:
         graphs.append(gm)
+    visible = _user_visible_outputs(gm, backward) if padded else None
 
     def run(args: list[Any]) -> Any:
         inputs = list(args)
@@ -223,8 +232,23 @@ def _counting_compiler(
         with counter.paused():
             interpreter = fx.Interpreter(gm, garbage_collect_values=False)
             outputs = interpreter.run(*inputs)
+        if visible is not None:
+            pad_buffers(gm, interpreter.env, visible)
         count_buffers(gm, interpreter.env, counter, backward=backward, held=held)
         return outputs
 
     run._boxed_call = True  # type: ignore[attr-defined]
     return run
+
+
+def _user_visible_outputs(gm: fx.GraphModule, backward: bool) -> list[fx.Node]:
+    """The outputs whose strides inductor keeps as eager's (torch/_inductor/compile_fx.py): a
+    backward's all, a forward's own after the inputs it mutates, not what it saves for
+    backward (all, where AOTAutograd's metadata is not at hand)."""
+    returned: Any = gm.graph.output_node().args[0]
+    context = torch._guards.TracingContext.try_get()
+    metadata = context.fw_metadata if context is not None else None
+    if not backward and metadata is not None:
+        start = metadata.num_mutated_inp_runtime_indices
+        returned = returned[start : start + metadata.num_outputs]
+    return [n for n in returned if isinstance(n, fx.Node)]
