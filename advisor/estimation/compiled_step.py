@@ -23,7 +23,7 @@ from torch.overrides import TorchFunctionMode
 
 from advisor.estimation.cuda_emulation import CUDA_EMULATION_MODES, cross_entropy_as_autocast
 from advisor.estimation.inductor_buffers import count_buffers
-from advisor.estimation.inductor_padding import pad_buffers
+from advisor.estimation.inductor_padding import left_dense, pad_buffers
 from advisor.estimation.masks import KnownOnes
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
 from advisor.estimation.storage_bytes import StorageBytes, storages_of
@@ -44,13 +44,13 @@ def compiled(
     Gives the forward graphs dynamo made (more than one: the model's graph broke; of a graph
     DDP's buckets split, its first piece stands for it). dynamo's
     caches are reset before and after: a process that compiles its own models loses theirs.
-    gpu: compiled for CUDA, whose matmuls inductor pads (not the CPU's). ddp_buckets: a DDP
-    rank's bucket cap, by which dynamo splits each graph where DDP's buckets of gradients
-    fill (its DDPOptimizer), so that each bucket's all-reduce can start early: each piece is
-    compiled alone, and keeps for backward what crosses between them. cuda_autocast: the step
-    runs under CUDA's autocast, emulated (cuda_emulation.py); the loss modules dynamo puts in
-    a graph past the emulation's modes then run as the emulation runs them
-    (_losses_made_in_the_frame_as_autocast)."""
+    gpu: compiled for CUDA, whose matmuls and kernels' strides inductor pads (not the CPU's).
+    ddp_buckets: a DDP rank's bucket cap, by which dynamo splits each graph where DDP's buckets
+    of gradients fill (its DDPOptimizer), so that each bucket's all-reduce can start early:
+    each piece is compiled alone, and keeps for backward what crosses between them.
+    cuda_autocast: the step runs under CUDA's autocast, emulated (cuda_emulation.py); the loss
+    modules dynamo puts in a graph past the emulation's modes then run as the emulation runs
+    them (_losses_made_in_the_frame_as_autocast)."""
     import torch._inductor.lowering  # noqa: F401 (the decompositions read it; a fresh process lacks it)
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
@@ -65,11 +65,11 @@ def compiled(
             counter=counter,
             held=held,
             backward=False,
-            padded=gpu,
+            gpu=gpu,
             graphs=graphs,
         ),
         bw_compiler=functools.partial(
-            _counting_compiler, counter=counter, held=held, backward=True, padded=gpu
+            _counting_compiler, counter=counter, held=held, backward=True, gpu=gpu
         ),
         partition_fn=functools.partial(_partitioned, padded=gpu),
         decompositions=select_decomp_table(),
@@ -217,14 +217,14 @@ def _counting_compiler(
     counter: StorageBytes,
     held: set[int],
     backward: bool,
-    padded: bool,
+    gpu: bool,
     graphs: list[fx.GraphModule] | None = None,
 ) -> Any:
     """AOTAutograd's compiler: a function that runs the graph and counts its buffers, their
-    strides padded where `padded` (inductor's comprehensive padding, on a GPU)."""
+    strides padded as inductor pads them on a GPU where `gpu`."""
     if graphs is not None:
         graphs.append(gm)
-    visible = _user_visible_outputs(gm, backward) if padded else None
+    dense = left_dense(gm, _user_visible_outputs(gm, backward)) if gpu else None
 
     def run(args: list[Any]) -> Any:
         inputs = list(args)
@@ -232,8 +232,8 @@ def _counting_compiler(
         with counter.paused():
             interpreter = fx.Interpreter(gm, garbage_collect_values=False)
             outputs = interpreter.run(*inputs)
-        if visible is not None:
-            pad_buffers(gm, interpreter.env, visible)
+        if dense is not None:
+            pad_buffers(gm, interpreter.env, dense)
         count_buffers(gm, interpreter.env, counter, backward=backward, held=held)
         return outputs
 
