@@ -112,3 +112,13 @@ def test_a_compiled_step_pads_its_kernels_buffers_for_cuda_only(device):
                    "precision=bf16", "compile=true")  # fmt: skip
     sizes = {size for _, size in fake_step(spec).trace}
     assert ((1 + 767 * 50304 + 50263) * 2 in sizes) is (device == "cuda")
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_a_kernels_buffer_1500_wide_is_padded_to_1504_for_cuda_only(device):
+    """The SiLU product that feeds the down projection: inductor pads it on a GPU only."""
+    spec = spec_of(f"workload={EDGES}:odd_width", f"device={device}", "batch_size=64",
+                   "precision=fp32", "compile=true")  # fmt: skip
+    sizes = {size for _, size in fake_step(spec).trace}
+    assert ((1 + 63 * 1504 + 1499) * 4 in sizes) is (device == "cuda")
+    assert 64 * 1500 * 4 in sizes  # the matmul's output, its layout fixed, either way

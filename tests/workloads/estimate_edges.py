@@ -127,6 +127,18 @@ def mlp() -> advisor.Workload:
     return advisor.Workload(name="mlp", model=Mlp, batch=batch)
 
 
+class OddWidth(Mlp):
+    """An MLP 1500 wide: a stride inductor pads on a GPU (1500 fp32 elements to 1504)."""
+
+    def __init__(self) -> None:
+        nn.Module.__init__(self)
+        self.up, self.down = nn.Linear(WIDTH, 1500), nn.Linear(1500, WIDTH)
+
+
+def odd_width() -> advisor.Workload:
+    return advisor.Workload(name="odd_width", model=OddWidth, batch=batch)
+
+
 def counted_mask() -> advisor.Workload:
     return advisor.Workload(name="counted_mask", model=CountedMask, batch=batch)
 
