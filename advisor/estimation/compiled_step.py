@@ -23,7 +23,7 @@ from torch.overrides import TorchFunctionMode
 
 from advisor.estimation.cuda_emulation import CUDA_EMULATION_MODES, cross_entropy_as_autocast
 from advisor.estimation.inductor_buffers import count_buffers
-from advisor.estimation.inductor_padding import left_dense, pad_buffers
+from advisor.estimation.inductor_padding import left_dense
 from advisor.estimation.masks import KnownOnes
 from advisor.estimation.real_draws import CountsWithinMinlength, RealScalarDraws
 from advisor.estimation.storage_bytes import StorageBytes, storages_of
@@ -232,9 +232,7 @@ def _counting_compiler(
         with counter.paused():
             interpreter = fx.Interpreter(gm, garbage_collect_values=False)
             outputs = interpreter.run(*inputs)
-        if dense is not None:
-            pad_buffers(gm, interpreter.env, dense)
-        count_buffers(gm, interpreter.env, counter, backward=backward, held=held)
+        count_buffers(gm, interpreter.env, counter, backward=backward, held=held, left_dense=dense)
         return outputs
 
     run._boxed_call = True  # type: ignore[attr-defined]

@@ -28,6 +28,7 @@ import torch
 from torch import fx
 
 from advisor.estimation.inductor_ops import extern, fused, fusing, reduces, schema_name
+from advisor.estimation.inductor_padding import pad_buffers
 from advisor.estimation.storage_bytes import StorageBytes, dense, numel, storages_of, tensors
 
 # extern kernels whose output inductor's wrapper allocates (ExternKernelOut: at::mm_out, ...),
@@ -48,12 +49,17 @@ def count_buffers(
     *,
     backward: bool,
     held: set[int],
+    left_dense: set[fx.Node] | None = None,
 ) -> None:
     """Count the graph's buffers, its values (env) as one run of it on fake tensors left them:
     what it returns as the tensors themselves (they live on), the rest as allocations freed
     after their last reader, unless a later buffer takes them over as inductor's code does;
-    and each extern kernel's workspaces (the counter's temporaries)."""
+    and each extern kernel's workspaces (the counter's temporaries). left_dense: on a GPU, the
+    nodes whose buffers inductor leaves unpadded; the rest grow as it pads them."""
     graph = _Graph(gm, env)
+    if left_dense is not None:  # on a GPU: inductor's comprehensive padding
+        made = ((graph.owner[key], graph.tensor(graph.owner[key], key)) for key in graph.storage)
+        pad_buffers(made, left_dense)
     events = _events(graph, backward, held)
     reused = _reuses(graph, events)
     allocated: dict[int, int] = {}  # a buffer: its number in the counter's trace

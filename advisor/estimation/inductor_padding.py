@@ -18,13 +18,12 @@ where inductor picks its own.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 import torch
 from torch import fx
 
 from advisor.estimation.inductor_ops import fused, fusing
-from advisor.estimation.storage_bytes import tensors
 
 
 def left_dense(gm: fx.GraphModule, user_visible: list[fx.Node]) -> set[fx.Node] | None:
@@ -41,20 +40,14 @@ def left_dense(gm: fx.GraphModule, user_visible: list[fx.Node]) -> set[fx.Node] 
     return {node for node in gm.graph.nodes if node.meta.get("dislike_padding", False)}
 
 
-def pad_buffers(gm: fx.GraphModule, env: dict[fx.Node, Any], dense: set[fx.Node]) -> None:
-    """Grow each storage that a kernel of inductor's own makes (its values run on fake tensors
-    in env) to the bytes inductor allocates for it."""
-    seen: set[int] = set()  # storages made before (the graph's inputs first)
-    for node in gm.graph.nodes:
-        for t in tensors(env[node]):
-            storage = t.untyped_storage()
-            if id(storage) in seen:
-                continue
-            seen.add(id(storage))
-            if node.op == "call_function" and node not in dense and (fused(node) or fusing(node)):
-                nbytes = padded_nbytes(t)
-                if nbytes > storage.nbytes():
-                    storage.resize_(nbytes)
+def pad_buffers(made: Iterable[tuple[fx.Node, torch.Tensor]], dense: set[fx.Node]) -> None:
+    """Grow each storage that a kernel of inductor's own makes (each storage by the node that
+    made it, its tensor there, on fake tensors) to the bytes inductor allocates for it."""
+    for node, t in made:
+        if node.op == "call_function" and node not in dense and (fused(node) or fusing(node)):
+            nbytes = padded_nbytes(t)
+            if nbytes > t.untyped_storage().nbytes():
+                t.untyped_storage().resize_(nbytes)
 
 
 def padded_nbytes(t: torch.Tensor) -> int:
