@@ -167,6 +167,13 @@ def _partitioned(gm: fx.GraphModule, joint_inputs: Any, *, padded: bool, **kwarg
 # default precision needed no padded copy: experiments/2026-12-03-compile-estimate-catalog)
 PADDED_ABOVE_INTENSITY = 206 / 2
 PADDED_DTYPES = (torch.bfloat16, torch.float16)
+# An operand that is not contiguous (a transposed gradient) is padded by a transposing copy,
+# which pad_mm times with the padded matmul; its share falls as the matmul's other dimension
+# grows. Whisper-base's weight gradient, 51865 x 4096 times 4096 x 512, stayed unpadded on the
+# H100 (1.59 ms; 2.04 padded, copy included) and the H200 alike, while gpt2's, 768 wide, was
+# padded on the H200 (experiments/2026-12-07-inductor-code). So no such copy where the other
+# dimension is 512 or less; above it, the copy is counted (the upper side, for a GPU between)
+TRANSPOSED_COPY_LOSES_UP_TO = 512
 
 
 @contextlib.contextmanager
@@ -207,6 +214,13 @@ def _padded_on_a_gpu(
         return False
     if not any(d % 8 and d != 1 for d in (m, k, n)) or 0 in (m, k, n):
         return False  # aligned already (8 elements of 16 bits)
+    copied_across = [  # for each operand padded by a transposing copy: the matmul's other side
+        other
+        for operand, sides, other in ((mat1, (m, k), n), (mat2, (k, n), m))
+        if any(d % 8 and d != 1 for d in sides) and not operand.is_contiguous()
+    ]
+    if any(other <= TRANSPOSED_COPY_LOSES_UP_TO for other in copied_across):
+        return False
     return m * n * k / (m * k + n * k + m * n) > PADDED_ABOVE_INTENSITY
 
 

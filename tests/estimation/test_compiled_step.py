@@ -214,6 +214,22 @@ def test_a_wide_16_bit_matmul_is_padded_and_a_narrow_or_fp32_one_is_not():
         assert not padded(small, weight.t(), torch.bfloat16)  # memory bound
 
 
+def test_a_transposed_operand_is_padded_only_where_the_matmul_is_wider_than_512():
+    """A weight gradient reads the logits' gradient transposed: padding it is a transposing
+    copy, which lost to the unpadded matmul at Whisper's width of 512 and won at gpt2's 768."""
+    with FakeTensorMode():
+        gradient = torch.empty(4096, 51865, dtype=torch.bfloat16)
+
+        def padded(width: int) -> bool:
+            hidden = torch.empty(4096, width, dtype=torch.bfloat16)
+            return _padded_on_a_gpu(None, gradient.t(), hidden, torch.ops.aten.mm)
+
+        assert not padded(512) and padded(768)
+        # the input's gradient reads it as it is: padded at 512 too
+        weight = torch.empty(51865, 512, dtype=torch.bfloat16)
+        assert _padded_on_a_gpu(None, gradient, weight, torch.ops.aten.mm)
+
+
 @pytest.mark.parametrize("device", ["cuda", "cpu"])
 def test_a_compiled_step_pads_a_wide_head_for_cuda_only(device):
     """inductor's padding reaches the fake step's partitioner for a CUDA spec (a 50257-wide
