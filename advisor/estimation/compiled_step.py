@@ -167,13 +167,16 @@ def _partitioned(gm: fx.GraphModule, joint_inputs: Any, *, padded: bool, **kwarg
 # default precision needed no padded copy: experiments/2026-12-03-compile-estimate-catalog)
 PADDED_ABOVE_INTENSITY = 206 / 2
 PADDED_DTYPES = (torch.bfloat16, torch.float16)
-# An operand that is not contiguous (a transposed gradient) is padded by a transposing copy,
-# which pad_mm times with the padded matmul; its share falls as the matmul's other dimension
-# grows. Whisper-base's weight gradient, 51865 x 4096 times 4096 x 512, stayed unpadded on the
-# H100 (1.59 ms; 2.04 padded, copy included) and the H200 alike, while gpt2's, 768 wide, was
-# padded on the H200 (experiments/2026-12-07-inductor-code). So no such copy where the other
-# dimension is 512 or less; above it, the copy is counted (the upper side, for a GPU between)
-TRANSPOSED_COPY_LOSES_UP_TO = 512
+# pad_mm also times the padding copy of an operand whose copy cannot be planned away; modelled
+# here for one such case only, an operand that is not contiguous (a transposed gradient),
+# whose copy transposes it: the copy's share of the padded time falls as the matmul's other
+# side grows. Whisper-base's weight gradient, 51865 x 4096 times 4096 x 512, stayed unpadded
+# on the H100 (1.59 ms; 2.04 padded, copy included; the H200's history made the same
+# allocations: experiments/2026-12-07-inductor-code), while gpt2's, 768 wide, was padded on
+# the H200 (experiments/2026-12-03-h200-compiled-snapshots). So no padding where that other
+# side is 512 or less; above it the copy is counted, which errs high for a GPU whose
+# crossover lies between 512 and 768 (and applies to any such operand, bmm's too)
+PADDING_BY_TRANSPOSING_LOSES_UP_TO = 512
 
 
 @contextlib.contextmanager
@@ -212,16 +215,21 @@ def _padded_on_a_gpu(
         (m, k), n = mat1.shape, mat2.shape[1]
     else:
         return False
-    if not any(d % 8 and d != 1 for d in (m, k, n)) or 0 in (m, k, n):
+    if not _unaligned((m, k, n)) or 0 in (m, k, n):
         return False  # aligned already (8 elements of 16 bits)
-    copied_across = [  # for each operand padded by a transposing copy: the matmul's other side
-        other
-        for operand, sides, other in ((mat1, (m, k), n), (mat2, (k, n), m))
-        if any(d % 8 and d != 1 for d in sides) and not operand.is_contiguous()
-    ]
-    if any(other <= TRANSPOSED_COPY_LOSES_UP_TO for other in copied_across):
-        return False
+    for operand, sides, other_side in ((mat1, (m, k), n), (mat2, (k, n), m)):
+        if (
+            _unaligned(sides)
+            and not operand.is_contiguous()
+            and other_side <= PADDING_BY_TRANSPOSING_LOSES_UP_TO
+        ):
+            return False  # pad_mm's timed transposing copy outweighs what padding gains
     return m * n * k / (m * k + n * k + m * n) > PADDED_ABOVE_INTENSITY
+
+
+def _unaligned(sizes: tuple[int, ...]) -> bool:
+    """Whether a matmul's sizes need padding to 8 elements (16 bits): 1 is squeezed away."""
+    return any(d % 8 and d != 1 for d in sizes)
 
 
 def _counting_compiler(

@@ -203,7 +203,7 @@ def test_pointwise_buffers_reading_one_buffer_are_made_by_one_kernel():
 def test_a_wide_16_bit_matmul_is_padded_and_a_narrow_or_fp32_one_is_not():
     with FakeTensorMode():
         hidden, weight = torch.empty(8192, 768), torch.empty(768, 50257)
-        small = torch.empty(8, 50257)
+        small, projection = torch.empty(8, 50257), torch.empty(50257, 768)
 
         def padded(a, b, dtype):
             return _padded_on_a_gpu(None, a.to(dtype), b.to(dtype), torch.ops.aten.mm)
@@ -211,7 +211,7 @@ def test_a_wide_16_bit_matmul_is_padded_and_a_narrow_or_fp32_one_is_not():
         assert padded(hidden, weight, torch.bfloat16)  # gpt2's logits, 50257 wide
         assert not padded(hidden, weight[:, :50256], torch.bfloat16)  # aligned
         assert not padded(hidden, weight, torch.float32)  # the H200 timed it unpadded
-        assert not padded(small, weight.t(), torch.bfloat16)  # memory bound
+        assert not padded(small, projection, torch.bfloat16)  # memory bound
 
 
 def test_a_transposed_operand_is_padded_only_where_the_matmul_is_wider_than_512():
@@ -224,10 +224,17 @@ def test_a_transposed_operand_is_padded_only_where_the_matmul_is_wider_than_512(
             hidden = torch.empty(4096, width, dtype=torch.bfloat16)
             return _padded_on_a_gpu(None, gradient.t(), hidden, torch.ops.aten.mm)
 
-        assert not padded(512) and padded(768)
-        # the input's gradient reads it as it is: padded at 512 too
+        assert not padded(512)
+        assert padded(768)
+        # the input's gradient reads the logits' gradient untransposed: no transposing copy,
+        # so padded though the width is 512
         weight = torch.empty(51865, 512, dtype=torch.bfloat16)
         assert _padded_on_a_gpu(None, gradient, weight, torch.ops.aten.mm)
+        # the forward's logits read the weight transposed (the second operand), across 4096
+        # tokens: padded; across 512 tokens, not
+        tokens = torch.empty(4096, 512, dtype=torch.bfloat16)
+        assert _padded_on_a_gpu(None, tokens, weight.t(), torch.ops.aten.mm)
+        assert not _padded_on_a_gpu(None, tokens[:512], weight.t(), torch.ops.aten.mm)
 
 
 @pytest.mark.parametrize("device", ["cuda", "cpu"])
