@@ -110,8 +110,9 @@ def test_a_compiled_forward_gives_the_user_its_own_outputs_not_what_it_saves():
 def test_a_compiled_step_pads_its_kernels_buffers_for_cuda_only(device):
     """A 50257-wide head in bf16: the matmul's padded copy of its weight (768 x 50264, by
     pad_mm) has its rows padded to 50304 on a GPU (as the H200's gpt2 had its gradient's
-    padded copies: experiments/2026-12-03-h200-compiled-snapshots)."""
-    spec = spec_of(f"workload={EDGES}:wide_head", f"device={device}", "batch_size=512",
+    padded copies: experiments/2026-12-03-h200-compiled-snapshots). 1024 rows: across 512 or
+    fewer, pad_mm would not pad the transposed weight (compiled_step.py)."""
+    spec = spec_of(f"workload={EDGES}:wide_head", f"device={device}", "batch_size=1024",
                    "precision=bf16", "compile=true")  # fmt: skip
     sizes = {size for _, size in fake_step(spec).trace}
     assert ((1 + 767 * 50304 + 50263) * 2 in sizes) is (device == "cuda")
