@@ -41,6 +41,13 @@ PATCH_WORKSPACE_EXTRA = 400  # the same, in ViT-S's patch kernel's weight gradie
 # its multiprocessors; these are the ones advisor's traces were taken on.
 MULTIPROCESSORS, THREADS_PER_MULTIPROCESSOR, WARP = 132, 2048, 32
 MAX_REDUCE_THREADS, MIN_VALUES_PER_THREAD, MAX_VALUES_PER_THREAD = 512, 16, 256
+# cuDNN's weight gradient of a depthwise 2-d kernel on a channels-last input in 16 bits (ATen
+# picks cuDNN for any channels-last depthwise one): a workspace of 32 bytes (8 fp32 partial
+# sums) for each sample, kernel tap and channel, the channels rounded up to 32. To the byte in
+# all 16 of EfficientNet-B0's, compiled, on the H100 and the H200 (b256: 225 MiB for 1152
+# channels of 5x5; 240 channels counted as 256), and in ShuffleNet-V2's eager on the H100
+# (b128, 232 channels as 256: 9,437,184 bytes; experiments/2026-12-07-depthwise-workspaces)
+DEPTHWISE_WEIGHT_GRADIENT_BYTES, DEPTHWISE_CHANNEL_BLOCK = 32, 32
 # the largest strict-fp32 forward workspace seen at batches up to 128 (2.9 GB), rounded up: where
 # strict_fp32_forward_bound stops (experiments/2026-12-06-conv-workspace-survey)
 STRICT_FP32_FORWARD_CAP_BYTES = 3 * 2**30
@@ -234,10 +241,13 @@ def _cudnn_workspaces(
       of 21; experiments/2026-12-06-conv-workspace-survey, read.py stems; 16 bits measured in
       bf16); a 7x7 or 11x11 stem transposes.
     The same held in TF32 (a diffusion UNet's 3x3s, resnet50's strided 1x1s), where a forward
-    sometimes transposed input and weight only. cuDNN's choice for 1x1 kernels of stride 1,
-    grouped and depthwise ones varied with the shape where seen (resnet50's transposed in its
-    last stage only), and in strict fp32 it picks algorithms whose workspaces no shape rule
-    fits: those are not modelled (experiments/2026-12-06-cudnn-2d-workspaces)."""
+    sometimes transposed input and weight only. A depthwise kernel on a channels-last input in
+    16 bits takes a workspace in its weight's gradient only, DEPTHWISE_WEIGHT_GRADIENT_BYTES a
+    sample, channel and tap; on a channels-first one none was seen (ATen's own kernel, in 212
+    runs of the survey). cuDNN's choice for 1x1 kernels of stride 1 and grouped ones varied with
+    the shape where seen (resnet50's transposed in its last stage only), and in strict fp32 it
+    picks algorithms whose workspaces no shape rule fits: those are not modelled
+    (experiments/2026-12-06-cudnn-2d-workspaces, experiments/2026-12-06-conv-workspace-survey)."""
     sixteen_bits = x.dtype in SIXTEEN_BITS
     if transposed or not (sixteen_bits or (tf32 and x.dtype is torch.float32)):
         return []  # a transposed convolution's kernels were not traced; strict fp32: no rule
@@ -252,6 +262,10 @@ def _cudnn_workspaces(
         return []
     # (one channel is contiguous in either layout: such an input is channels-first here)
     channels_last = x.is_contiguous(memory_format=torch.channels_last) and x.size(1) > 1
+    if channels_last and sixteen_bits and _depthwise(x, w):  # the weight's gradient only
+        channels = -(-x.size(1) // DEPTHWISE_CHANNEL_BLOCK) * DEPTHWISE_CHANNEL_BLOCK
+        size = x.size(0) * channels * math.prod(kernel) * DEPTHWISE_WEIGHT_GRADIENT_BYTES
+        return [[size]] if "weight" in runs else []
     pointwise = kernel == (1, 1)
     if channels_last or w.size(1) != x.size(1) or (pointwise and max(stride) == 1):
         return []  # already channels-last; grouped; or a 1x1 of stride 1: not modelled
@@ -263,6 +277,11 @@ def _cudnn_workspaces(
     if _is_patch(kernel, tuple(stride)):
         return [[size + PATCH_WORKSPACE_EXTRA]] if "weight" in runs else []
     return [[size + TRANSPOSE_WORKSPACE_EXTRA]] * len(runs)
+
+
+def _depthwise(x: torch.Tensor, w: torch.Tensor) -> bool:
+    """A 2-d kernel of one input channel per output channel, as many as the input has."""
+    return w.size(1) == 1 and w.size(0) == x.size(1) > 1
 
 
 def _padded(t: torch.Tensor, channels: int) -> int:

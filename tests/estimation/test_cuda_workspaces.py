@@ -55,6 +55,11 @@ def _convolution_workspaces(precision: str, layout: str) -> list[int]:
             w = torch.randn(channels, channels, 3, 3).to(memory_format=last).requires_grad_()
             x = torch.randn(batch, channels, 32, 32).to(memory_format=last).requires_grad_()
             y = F.conv2d(x, w, padding=1)
+        elif layout == "channels_last depthwise":  # EfficientNet-B0's 240 channels of 5x5
+            last = torch.channels_last
+            w = torch.randn(240, 1, 5, 5).to(memory_format=last).requires_grad_()
+            x = torch.randn(batch, 240, 28, 28).to(memory_format=last).requires_grad_()
+            y = F.conv2d(x, w, padding=2, groups=240)
         elif layout == "transposed":
             w = torch.randn(channels, channels, 3, 3, requires_grad=True)
             x = torch.randn(batch, channels, 32, 32, requires_grad=True)
@@ -98,7 +103,11 @@ def test_a_tensor_core_convolution_not_in_channels_last_counts_cudnns_transposin
     patches. The same in TF32 (torch's default for cuDNN) for 2-d kernels, the channels
     unpadded (the 1-d was traced in 16 bits only). Not for a channels-last input, nor for the
     1x1s of stride 1, the grouped and the transposed kernels, nor in strict fp32; an RGB
-    image's 3x3 stem ran forward without transposing, and in TF32 its weight's gradient too."""
+    image's 3x3 stem ran forward without transposing, and in TF32 its weight's gradient too.
+    A depthwise kernel on a channels-last input in 16 bits took a workspace in its weight's
+    gradient alone, 32 bytes a sample, tap and channel, the channels rounded up to 32
+    (EfficientNet-B0's, compiled, on the H100 and H200; ShuffleNet-V2's eager); a
+    channels-first one none."""
     x, w = 4 * 64 * 32 * 32 * 2, 64 * 64 * 9 * 2
     patch = 4 * 8 * 64 * 64 * 2 + 64 * 8 * 16 * 16 * 2 + 4 * 64 * 4 * 4 * 2  # 3 channels as 8
 
@@ -119,6 +128,10 @@ def test_a_tensor_core_convolution_not_in_channels_last_counts_cudnns_transposin
         ("tf32", "3x3 stem", []),  # and in TF32 neither
         ("tf32", "7x7 stem", [stem(49, 32, element=4, channels=3) + 147] * 2),
         ("bf16", "channels_last", []),
+        # a depthwise one's weight gradient: 32 bytes a sample, tap and channel (240 as 256)
+        ("bf16", "channels_last depthwise", [4 * 256 * 25 * 32]),
+        ("fp16", "channels_last depthwise", [4 * 256 * 25 * 32]),
+        ("tf32", "channels_last depthwise", []),
         ("bf16", "transposed", []),  # a transposed convolution's kernels were not traced
         ("bf16", "grouped 1d", []),
         ("bf16", "1x1", []),
