@@ -11,9 +11,11 @@
 - compiled_step.py a compiled model's step as torch.compile runs it (dynamo, AOTAutograd,
                  inductor's partitioner), its graphs counted as inductor's kernels hold memory;
                  the loss modules dynamo puts past the emulation's modes run as it runs them
-- inductor_buffers.py which of a graph's values inductor makes buffers of, when it frees them,
-                 which it writes in place of another or reuses, and its extern kernels'
-                 workspaces
+- inductor_buffers.py a graph's buffers counted as inductor's code makes and frees them: which
+                 it writes in place of another or reuses, and its extern kernels' workspaces
+- inductor_kernels.py KernelGraph: which of a graph's values inductor makes buffers of, which
+                 nodes each of its kernels computes (fused across, reductions into their
+                 epilogue, a node computed once into its one reader), each buffer's last reader
 - inductor_ops.py which operators inductor fuses into their readers, which make a kernel that
                  fuses what feeds them, which it calls as extern kernels
 - inductor_padding.py the strides inductor pads on a GPU, and so the bytes of its kernels'

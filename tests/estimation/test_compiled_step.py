@@ -257,6 +257,30 @@ def test_a_fused_node_reading_more_than_eight_buffers_is_computed_into_one():
     assert allocations(counter) == [BYTES, 4]
 
 
+def test_a_node_computed_once_is_fused_into_the_one_kernel_as_wide_that_reads_it():
+    """inductor computes once a node that several read and that reads over 4 buffers (a batch
+    norm's: input, mean, inverse deviation, weight, bias), then its scheduler fuses it into the
+    one kernel as wide that reads it (SiLU's), and drops its buffer: compiled EfficientNet-B0's
+    forward made no fp32 buffer of its batch norms on the H200. Read by a reduction as well,
+    it keeps its buffer, as the H200's backward kept a batch norm's recomputed output."""
+
+    def norm(x: torch.Tensor, *stats: torch.Tensor) -> torch.Tensor:
+        mean, inverse, weight, bias = stats
+        return (x - mean) * inverse * weight + bias
+
+    def silu_of_norm(*args: torch.Tensor) -> torch.Tensor:
+        return (y := norm(*args)) * torch.sigmoid(y)
+
+    def silu_and_sum_of_norm(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return (y := norm(*args)) * torch.sigmoid(y), y.sum(0)
+
+    shapes = [(ROWS, COLUMNS)] + [(COLUMNS,)] * 4
+    counter, _values = counted(silu_of_norm, *shapes)
+    assert allocations(counter) == [BYTES]  # the output alone
+    counter, _values = counted(silu_and_sum_of_norm, *shapes)
+    assert allocations(counter) == [BYTES, BYTES, COLUMNS * 4]  # the norm's, the output, the sum
+
+
 def test_a_backward_graph_frees_its_inputs_after_their_last_reader_unless_held():
     for held, alive in (((), 0), ((0,), BYTES)):
         counter, _values = counted(  # the values kept, as ctx keeps the saved tensors
