@@ -42,9 +42,7 @@ def figures(spec: tuple[str, str, list[str]]) -> dict:
     row: dict = {"run": run}
     step = None
     for card in CARDS:
-        trial = trial_spec(
-            configure(f"workload={workload}", ["device=cuda", *settings, f"gpu={card}"])
-        )
+        trial = trial_spec(configure(workload, ["device=cuda", *settings, f"gpu={card}"]))
         step = step or fake_step(trial)
         corrections = Corrections.of(trial, [])
         row[card] = {
