@@ -2,7 +2,8 @@
 backward matmuls over a grid of vocabularies (not multiples of 8), tokens and widths, in bf16:
 when does padding win? Internal API (torch/_inductor/fx_passes/pad_mm.py, torch 2.11).
 
-    python pad_grid.py OUT.jsonl
+    python pad_grid.py OUT.jsonl            # on a GPU
+    python pad_grid.py table OUT.jsonl      # the weight gradient's answers, as a table
 
 Per shape: the input gradient (the logits' gradient [tokens, vocab], contiguous, times the
 weight [vocab, width]: the gradient's padding is planned away, not timed) and the weight
@@ -64,5 +65,24 @@ def main(out: str) -> None:
         file.writelines(json.dumps(r) + "\n" for r in rows)
 
 
+def table(path: str) -> None:
+    """Whether pad_mm padded the weight gradient (P) or not (-), by shape."""
+    with open(path) as file:
+        rows = [json.loads(line) for line in file]
+    weight = [r for r in rows if r["matmul"] == "weight"]
+    widths = sorted({r["width"] for r in weight})
+    answers = {(r["vocab"], r["tokens"], r["width"]): "P" if r["pad"] else "-" for r in weight}
+    print("| vocab | tokens | " + " | ".join(f"width {w}" for w in widths) + " |")
+    print("|---|---|" + "---|" * len(widths))
+    for vocab, tokens in sorted({(r["vocab"], r["tokens"]) for r in weight}):
+        cells = " | ".join(answers[vocab, tokens, w] for w in widths)
+        print(f"| {vocab} | {tokens} | {cells} |")
+    padded = sum(r["pad"] for r in rows if r["matmul"] == "input")
+    print(f"\ninput gradient padded in {padded} of {len(rows) - len(weight)} shapes")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "table":
+        table(sys.argv[2])
+    else:
+        main(sys.argv[1])
