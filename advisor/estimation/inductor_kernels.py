@@ -29,7 +29,9 @@ FUSION_CANDIDATES = 64
 
 
 class KernelGraph:
-    """One graph's storages: who made each, who reads it, and which are buffers."""
+    """One graph as inductor's kernels see it: each storage's maker and readers, which are
+    buffers, which nodes each kernel computes (kernels, by the node where it runs), and where
+    each buffer is last read (last)."""
 
     def __init__(self, gm: fx.GraphModule, env: dict[fx.Node, Any]) -> None:
         *self.nodes, output = gm.graph.nodes
@@ -124,10 +126,7 @@ class KernelGraph:
         their shared position bias's gradient, which an add read at the end, and on the H200
         the layers' inputs to those sums (up to 448 MiB a layer) stayed until then
         (experiments/2026-12-06-epilogue-fusion)."""
-        readers: dict[int, set[fx.Node]] = {}  # a buffer: the kernels reading it
-        for node, members in kernels.items():
-            for key in frozenset().union(*(self.buffers_read(m) for m in members)):
-                readers.setdefault(key, set()).add(node)
+        readers = self._kernel_readers(kernels)
         # (readers stays as it was before any move: it decides for reductions' outputs only,
         # and one that a reduction reads never moves, as only a pointwise kernel takes one)
         for node in [n for n in kernels if fused(n)]:
@@ -155,24 +154,21 @@ class KernelGraph:
         self, kernels: dict[fx.Node, list[fx.Node]]
     ) -> dict[fx.Node, list[fx.Node]]:
         """Each pointwise kernel of one buffer, not returned, that one pointwise kernel as wide
-        reads, and reads as it is written, fused into that kernel and run where it runs: inductor
-        computes such a node once (its realize heuristics: read by several nodes, it reads over
-        4 buffers), then its scheduler fuses it into the kernel that reads it and drops the
+        reads, and reads as it is written, fused into that kernel and run where it runs: a
+        pointwise node is a buffer where inductor's realize heuristics compute it once (read by
+        several nodes, it reads over 4 buffers or computes over 30 operators; or it reads over
+        8), and its scheduler then fuses it into the one kernel that reads it and drops the
         buffer. Compiled EfficientNet-B0's batch norms (5 reads: the input, mean, inverse
         deviation, weight and bias) read by SiLU's two operators made a 1176 MiB fp32 buffer a
         layer in the fake step's forward, none in the H200's and H100's steps, whose one kernel
         wrote the bf16 output (experiments/2026-12-07-fused-into-reader)."""
-        readers: dict[int, set[fx.Node]] = {}  # a buffer: the kernels reading it
-        for node, members in kernels.items():
-            for key in frozenset().union(*(self.buffers_read(m) for m in members)):
-                readers.setdefault(key, set()).add(node)
+        readers = self._kernel_readers(kernels)
         for producer in list(kernels):
-            made = [key for member in kernels[producer] for key in self.made[member]]
-            if len(kernels[producer]) != 1 or len(made) != 1 or not fused(producer):
+            if len(kernels[producer]) != 1 or len(self.made[producer]) != 1 or not fused(producer):
                 continue
-            key = made[0]
+            (key,) = self.made[producer]
             consumers = readers.get(key, set())
-            if len(consumers) != 1 or key in self.returned or key in self.in_registers:
+            if len(consumers) != 1 or key in self.returned:
                 continue
             (consumer,) = consumers
             if not (
@@ -187,6 +183,14 @@ class KernelGraph:
                 readers[read].discard(producer)
                 readers[read].add(consumer)
         return kernels
+
+    def _kernel_readers(self, kernels: dict[fx.Node, list[fx.Node]]) -> dict[int, set[fx.Node]]:
+        """Each buffer: the kernels reading it, by the node where each runs."""
+        readers: dict[int, set[fx.Node]] = {}
+        for node, members in kernels.items():
+            for key in frozenset().union(*(self.buffers_read(m) for m in members)):
+                readers.setdefault(key, set()).add(node)
+        return readers
 
     def _read_as_written(self, key: int) -> bool:
         """Whether every node reading the storage reads it in its maker's shape and strides."""

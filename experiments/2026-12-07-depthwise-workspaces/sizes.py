@@ -5,10 +5,11 @@ sizes of the same rule with the channels unrounded.
 
     python sizes.py
 
-Reads the H200's compiled EfficientNet-B0 history (b256,
-../2026-12-06-compiled-device-peak/raw/efficientnet_b0-history.pickle.gz, its steady step) and
-the H100's eager ShuffleNet-V2 snapshot (b128, in ../2026-12-06-channels-last-range/raw/runs.tar,
-every step of the run). Models built on the meta device, no weights."""
+Reads the compiled EfficientNet-B0's histories (b256, their steady steps): the H200's
+(../2026-12-06-compiled-device-peak/raw/efficientnet_b0-history.pickle.gz) and the H100's (in
+../2026-12-07-inductor-code/raw/code.tar.gz); and the H100's eager ShuffleNet-V2 snapshot
+(b128, in ../2026-12-06-channels-last-range/raw/runs.tar, every step of the run). Models built
+on the meta device, no weights."""
 
 from __future__ import annotations
 
@@ -29,6 +30,15 @@ sys.path.insert(0, str(HERE.parent / "2026-12-06-compiled-device-peak"))
 from compare import last_step  # noqa: E402
 
 SHUFFLENET = "runs/shufflenet_v2_precision-bf16_batch_size-128_channels_last-true.pickle.gz"
+
+
+def packed(tar_path: Path, member: str) -> dict:
+    """A gzipped pickle kept inside a tar."""
+    with tarfile.open(tar_path) as tar:
+        file = tar.extractfile(member)
+        assert file is not None
+        with gzip.open(io.BytesIO(file.read())) as unzipped:
+            return pickle.load(unzipped)
 
 
 def depthwise(model: torch.nn.Module) -> list[tuple[int, int]]:
@@ -57,11 +67,11 @@ def main() -> None:
         step = last_step(pickle.load(file))
     check("EfficientNet-B0, compiled, H200, its steady step", efficientnet, 256,
           [e["size"] for e in step if e["action"] == "alloc"])  # fmt: skip
-    with tarfile.open(HERE.parent / "2026-12-06-channels-last-range/raw/runs.tar") as tar:
-        packed = tar.extractfile(SHUFFLENET)
-        assert packed is not None
-        with gzip.open(io.BytesIO(packed.read())) as file:
-            snapshot = pickle.load(file)
+    code = HERE.parent / "2026-12-07-inductor-code/raw/code.tar.gz"
+    step = last_step(packed(code, "./efficientnet_b0-history.pickle.gz"))
+    check("EfficientNet-B0, compiled, H100, its steady step", efficientnet, 256,
+          [e["size"] for e in step if e["action"] == "alloc"])  # fmt: skip
+    snapshot = packed(HERE.parent / "2026-12-06-channels-last-range/raw/runs.tar", SHUFFLENET)
     check("ShuffleNet-V2, eager, H100, the whole run", shufflenet, 128,
           [e["size"] for e in snapshot["device_traces"][0] if e["action"] == "alloc"])  # fmt: skip
 

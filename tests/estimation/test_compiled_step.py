@@ -274,11 +274,22 @@ def test_a_node_computed_once_is_fused_into_the_one_kernel_as_wide_that_reads_it
     def silu_and_sum_of_norm(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return (y := norm(*args)) * torch.sigmoid(y), y.sum(0)
 
+    def silu_of_transposed_norm(*args: torch.Tensor) -> torch.Tensor:
+        return (y := norm(*args)) * torch.sigmoid(y.t()).t()
+
+    def silu_of_norm_twice(*args: torch.Tensor) -> torch.Tensor:
+        return (y := norm(*args)) * torch.sigmoid(y).expand(2, ROWS, COLUMNS)
+
     shapes = [(ROWS, COLUMNS)] + [(COLUMNS,)] * 4
     counter, _values = counted(silu_of_norm, *shapes)
     assert allocations(counter) == [BYTES]  # the output alone
     counter, _values = counted(silu_and_sum_of_norm, *shapes)
     assert allocations(counter) == [BYTES, BYTES, COLUMNS * 4]  # the norm's, the output, the sum
+    # read otherwise than it was written (transposed), or by a wider kernel: the norm's is kept
+    counter, _values = counted(silu_of_transposed_norm, *shapes)
+    assert allocations(counter) == [BYTES, BYTES]
+    counter, _values = counted(silu_of_norm_twice, *shapes)
+    assert allocations(counter) == [BYTES, 2 * BYTES]
 
 
 def test_a_backward_graph_frees_its_inputs_after_their_last_reader_unless_held():
