@@ -20,12 +20,22 @@ from torch import fx
 from advisor.estimation.inductor_ops import fused, fusing, reduces
 from advisor.estimation.storage_bytes import dense, numel, storages_of, tensors
 
-# inductor's thresholds (torch/_inductor/config.py): a kernel reads at most 8 buffers; a node
-# read by several is computed once where it reads over 4 or computes over 30 operators
-ACCUMULATED_READS, REUSED_READS, REUSED_OPS = 8, 4, 30
+# inductor's thresholds (torch/_inductor/config.py, ir.py): a pointwise node is computed once,
+# into a buffer, where its kernel would read over 8 buffers or compute over 30 operations (if
+# it reads more than one buffer), or over 100; a node read by several, where it reads over 4
+# or computes over 30
+ACCUMULATED_READS, REUSED_READS, MANY_OPS, TOO_MANY_OPS = 8, 4, 30, 100
 # max_fusion_buffer_group_pairwise_attempts: how many of a buffer's next readers inductor tries
 # to fuse with one that reads it
 FUSION_CANDIDATES = 64
+
+
+def _constants(nodes: frozenset[fx.Node]) -> set[float]:
+    """The numbers a kernel's operators take, each an operation of its own to inductor (its
+    op count, OpCounterCSE, counts each distinct value once, as each load and each operator)."""
+    return {
+        a for n in nodes for a in n.args if isinstance(a, (int, float)) and not isinstance(a, bool)
+    }
 
 
 class KernelGraph:
@@ -59,18 +69,23 @@ class KernelGraph:
         self.input_keys = set(self.inputs)
         self.is_buffer: dict[fx.Node, bool] = {}
         self._resolved_keys: dict[int, frozenset[int]] = {}
-        ops: dict[fx.Node, int] = {}  # a fused node: the operators its kernel computes
+        computed: dict[fx.Node, frozenset[fx.Node]] = {}  # a fused node: what its kernel computes
         for node in self.nodes:  # in order: what a node reads is decided before it
             if node.op != "call_function" or not self.made[node] or not fused(node):
                 self.is_buffer[node] = node.op == "placeholder" or bool(self.made[node])
                 continue
             read = self.buffers_read(node)
             inlined = {self.owner[k] for k in self.reads[node] if not self._is_buffer(k)}
-            ops[node] = 1 + sum(ops.get(n, 0) for n in inlined)
+            computed[node] = frozenset((node,)).union(
+                *(computed.get(n, frozenset()) for n in inlined)
+            )
+            ops = len(computed[node]) + len(read) + len(_constants(computed[node]))
             self.is_buffer[node] = (
                 any(k in self.returned or self._read_by_extern(k) for k in self.made[node])
                 or len(read) > ACCUMULATED_READS
-                or (len(node.users) > 1 and (len(read) > REUSED_READS or ops[node] > REUSED_OPS))
+                or (len(read) > 1 and ops > MANY_OPS)
+                or ops > TOO_MANY_OPS
+                or (len(node.users) > 1 and (len(read) > REUSED_READS or ops > MANY_OPS))
             )
         # a buffer its one reading kernel computes in registers, unwritten: a reduction's output
         # its epilogue reads, a pointwise one fused into its reader
@@ -156,12 +171,13 @@ class KernelGraph:
         """Each pointwise kernel of one buffer, not returned, that one pointwise kernel as wide
         reads, and reads as it is written, fused into that kernel and run where it runs: a
         pointwise node is a buffer where inductor's realize heuristics compute it once (read by
-        several nodes, it reads over 4 buffers or computes over 30 operators; or it reads over
-        8), and its scheduler then fuses it into the one kernel that reads it and drops the
-        buffer. Compiled EfficientNet-B0's batch norms (5 reads: the input, mean, inverse
-        deviation, weight and bias) read by SiLU's two operators made a 1176 MiB fp32 buffer a
-        layer in the fake step's forward, none in the H200's and H100's steps, whose one kernel
-        wrote the bf16 output (experiments/2026-12-07-fused-into-reader)."""
+        several nodes, it reads over 4 buffers or computes over 30 operations; it reads over 8,
+        or more than one and computes over 30; or it computes over 100), and its scheduler then
+        fuses it into the one kernel that reads it and drops the buffer. Compiled
+        EfficientNet-B0's batch norms (5 reads: the input, mean, inverse deviation, weight and
+        bias) read by SiLU's two operators made a 1176 MiB fp32 buffer a layer in the fake
+        step's forward, none in the H200's and H100's steps, whose one kernel wrote the bf16
+        output (experiments/2026-12-07-fused-into-reader)."""
         readers = self._kernel_readers(kernels)
         for producer in list(kernels):
             if len(kernels[producer]) != 1 or len(self.made[producer]) != 1 or not fused(producer):

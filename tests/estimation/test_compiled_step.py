@@ -21,7 +21,8 @@ from torch.nn import functional as F
 from advisor.estimation.compiled_step import _padded_on_a_gpu
 from advisor.estimation.cuda_workspaces import TRANSPOSE_WORKSPACE_EXTRA, CudaTemporaries
 from advisor.estimation.fake_step import fake_step, step_between
-from advisor.estimation.inductor_buffers import count_buffers
+from advisor.estimation.inductor_buffers import Happens, _estimated_memory, _events, count_buffers
+from advisor.estimation.inductor_kernels import KernelGraph
 from advisor.estimation.storage_bytes import StorageBytes
 
 EDGES = Path(__file__).parents[1] / "workloads" / "estimate_edges.py"
@@ -84,18 +85,20 @@ def test_a_pointwise_kernel_writes_in_place_of_a_buffer_it_reads_for_the_last_ti
     assert allocations(counter) == [BYTES, BYTES] and product_freed == product != result
 
 
-def test_a_buffer_freed_before_a_kernel_of_its_dtype_and_size_is_reused_by_its_output():
-    """inductor's memory planning: the second matmul writes into the first sine's buffer,
-    freed once the first matmul read it (the second sine is written in place of the first
-    product, the cosine of the second: each product's buffer goes on)."""
+def test_a_freed_buffer_is_not_taken_where_inductors_estimate_would_rise_above_its_peak():
+    """inductor's memory planning weighs a reuse against its own estimate, which counts the
+    second sine beside the first product it is written in place of: the second matmul taking
+    the first sine's buffer, freed once the first matmul read it, would make three buffers
+    there against a peak of two. torch 2.11's inductor, on a CPU, allocates it anew."""
     counter, _values = counted(
         lambda x, w: ((x.sin() @ w).sin() @ w).cos(), (ROWS, COLUMNS), (COLUMNS, COLUMNS)
     )
-    (sine, _), (product, _), (product_freed, _), (sine_handed_over, _), (cosine, _) = counter.trace
-    assert allocations(counter) == [BYTES, BYTES, BYTES]  # a sine's, a product's, the cosine's
-    assert (product_freed, sine_handed_over) == (product, sine) and cosine not in (sine, product)
-    # x and w, and two buffers at a time: the sine's (the second product's) and a product's
-    assert counter.peak == BYTES + COLUMNS * COLUMNS * 4 + 2 * BYTES
+    (sine, _), (product, _), (sine_freed, _), (second, _), *_ = counter.trace
+    assert sine_freed == sine and second not in (sine, product)
+    # the first sine's, the first product's (the second sine's), the second product's, and
+    # the cosine written in place of it (counted as the returned tensor it is)
+    assert allocations(counter) == [BYTES] * 4
+    assert counter.peak == BYTES + COLUMNS * COLUMNS * 4 + 2 * BYTES  # x and w, two buffers
 
 
 def test_a_returned_tensor_is_made_in_a_freed_buffer_which_lives_until_then():
@@ -255,6 +258,45 @@ def test_a_fused_node_reading_more_than_eight_buffers_is_computed_into_one():
     counter, _values = counted(total, *[(ROWS, COLUMNS)] * 10)
     # the running sum, once (eager: nine), then the reduction's scalar
     assert allocations(counter) == [BYTES, 4]
+
+
+@pytest.mark.parametrize(("length", "computed_once"), [(10, False), (40, True)])
+def test_a_pointwise_chain_of_over_30_operations_reading_two_buffers_is_computed_into_one(
+    length: int, computed_once: bool
+) -> None:
+    """inductor's lowering computes a pointwise chain into a buffer once its kernel would
+    compute over 30 operations and read more than one buffer, whoever reads it (ir.py,
+    has_exceeded_max_reads): the DDPM UNet's group norms' input gradients, which their sums and
+    the pointwise kernel after the sums both read. A short chain is computed in both. torch
+    2.11's inductor, on a CPU, does both."""
+
+    def chain_times_its_sum(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        z = x + y
+        for _ in range(length):
+            z = z.sin()
+        return z * z.sum(0)
+
+    counter, _values = counted(chain_times_its_sum, (ROWS, COLUMNS), (ROWS, COLUMNS))
+    # the output, and the chain's own buffer where it is computed once
+    assert allocations(counter).count(BYTES) == 1 + computed_once
+    assert allocations(counter).count(COLUMNS * 4) == 1  # the sum's
+
+
+def test_inductors_estimate_counts_a_buffer_written_in_place_apart_from_the_one_it_takes():
+    """inductor weighs each reuse against its own estimate of the graph's peak, made before the
+    planning that writes a buffer in place of another: there the sine of a product counts
+    beside the product, at the kernel that writes it."""
+    with FakeTensorMode():
+        x, w = torch.randn(ROWS, COLUMNS), torch.randn(COLUMNS, COLUMNS)
+        gm = make_fx(lambda x, w: (x @ w).sin() @ w)(x, w)
+        interpreter = torch.fx.Interpreter(gm, garbage_collect_values=False)
+        interpreter.run(x, w)
+        graph = KernelGraph(gm, interpreter.env)
+        events = _events(graph, backward=False, held=set())
+    made = [e.kind for e in events if e.kind is not Happens.WORKSPACES]
+    assert made[:2] == [Happens.ALLOCATED, Happens.WRITTEN_IN_PLACE]
+    # before the first kernel; the product; the sine beside it; the sine and the output
+    assert _estimated_memory(graph, events) == [0, BYTES, 2 * BYTES, 2 * BYTES]
 
 
 def test_a_node_computed_once_is_fused_into_the_one_kernel_as_wide_that_reads_it():
