@@ -36,5 +36,6 @@
 - real_draws.py  what a fake step cannot know, as a real run has it: a draw of one random
                  number (LayerDrop's), a bincount's length where a minlength bounds it
 - allocator.py   a model of the CUDA caching allocator, replaying the step's allocations
+                 (cudaMalloc'd segments, or expandable ones where the spec turns them on)
 - memory_line.py the device peak against micro batch, per family of specs (an affine fit)
 """

@@ -10,6 +10,9 @@ handed out falling addresses in the H100's traces: experiments/2026-12-05-alloca
 freed block merges with free neighbours in its segment; when a new segment would pass the cap,
 every wholly free segment is given back first and the request tried again. Each stream has its
 own blocks: a block freed on one is not taken by a request on another.
+
+With expandable_segments on (ExpandableSegments), each stream's pool is one range of addresses,
+mapped in pages as requests need them.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class Block:
     free: bool = True
     prev: Block | None = None
     next: Block | None = None
+    mapped: bool = True  # (an expandable segment's addresses not yet backed by memory: False)
 
 
 def round_size(size: int) -> int:
@@ -75,7 +79,7 @@ class CachingAllocator:
         if block is None:
             block = self._new_segment(size, small, stream)
         remaining = block.size - size
-        if remaining >= MIN_BLOCK if small else remaining > SMALL_SIZE:
+        if self._splits(remaining, small):
             rest = Block(block.segment, block.offset + size, remaining, small, stream, True,
                          block, block.next)  # fmt: skip
             if block.next is not None:
@@ -89,9 +93,13 @@ class CachingAllocator:
 
     def free(self, block: Block) -> None:
         self.allocated -= block.size
+        self._add_free(self._merged(block))
+
+    def _merged(self, block: Block) -> Block:
+        """The block, free, merged with its free neighbours (taken out of the free pool)."""
         block.free = True
         for neighbour in (block.prev, block.next):
-            if neighbour is not None and neighbour.free:
+            if neighbour is not None and neighbour.free and neighbour.mapped:
                 self._remove_free(neighbour)
                 first, second = (
                     (neighbour, block) if neighbour is block.prev else (block, neighbour)
@@ -101,7 +109,10 @@ class CachingAllocator:
                 if second.next is not None:
                     second.next.prev = first
                 block = first
-        self._add_free(block)
+        return block
+
+    def _splits(self, remaining: int, small: bool) -> bool:
+        return remaining >= MIN_BLOCK if small else remaining > SMALL_SIZE
 
     def _take_free(self, size: int, small: bool, stream: int) -> Block | None:
         pool = self._free.get((stream, small), [])
@@ -140,3 +151,140 @@ class CachingAllocator:
         pool = self._free[block.stream, block.small]
         pool.pop(bisect.bisect_left(pool, (block.size, block.segment, block.offset)))
         del self._blocks[(block.segment, block.offset)]
+
+
+class ExpandableSegments(CachingAllocator):
+    """The allocator with expandable_segments:True (CUDACachingAllocator.cpp,
+    try_allocate_expandable_block): each stream's small and large pools are one range of
+    addresses each, mapped in pages of 2 and 20 MiB. A request no free block holds takes the
+    lowest unmapped range, with the free block just before it, and maps only the pages it
+    lacks; any remainder of 512 B or more is split off; giving the cache back unmaps the whole
+    pages inside free blocks. So a freed block at the mapped end grows into the next request,
+    where a cudaMalloc'd segment would be left beside a new one."""
+
+    def __init__(self, cap: int | None = None) -> None:
+        super().__init__(cap)
+        self._unmapped: dict[tuple[int, bool], dict[int, Block]] = {}  # by offset
+
+    def _splits(self, remaining: int, small: bool) -> bool:
+        return remaining >= MIN_BLOCK
+
+    def _new_segment(self, size: int, small: bool, stream: int) -> Block:
+        start = self._lowest_room(size, small, stream)
+        grow = self._to_map(start, size, small)
+        if self.cap is not None and self.reserved + grow > self.cap:
+            self.release_free_segments()
+            start = self._lowest_room(size, small, stream)
+            grow = self._to_map(start, size, small)
+            if self.reserved + grow > self.cap:
+                raise ReplayOutOfMemory(f"{size} bytes: {self.reserved} reserved of {self.cap}")
+        block = start  # (mapped, it is free and smaller than size: mapping merges it)
+        while block.size < size or not block.mapped:
+            unmapped = block if not block.mapped else block.next
+            assert unmapped is not None and not unmapped.mapped
+            need = size - (block.size if block.mapped else 0)
+            block = self._map(unmapped, min(unmapped.size, _pages(need, small)), small)
+        return block
+
+    def _lowest_room(self, size: int, small: bool, stream: int) -> Block:
+        """The lowest block from which free and unmapped addresses run for size bytes."""
+        unmapped = self._unmapped.setdefault((stream, small), {})
+        if not unmapped:  # the pool's range: as large as any device's memory
+            segment = self._next_segment
+            self._next_segment -= 1
+            unmapped[0] = Block(segment, 0, 2**50, small, stream, mapped=False)
+        for offset in sorted(unmapped):
+            start = unmapped[offset]
+            if start.prev is not None and start.prev.free and start.prev.mapped:
+                start = start.prev
+            room = 0
+            following: Block | None = start
+            while following is not None and following.free and room < size:
+                room += following.size
+                following = following.next
+            if room >= size:
+                return start
+        raise AssertionError("the last unmapped range holds any request")
+
+    def _to_map(self, start: Block, size: int, small: bool) -> int:
+        """The bytes mapping from start for size would add."""
+        grow, room = 0, 0
+        block: Block | None = start
+        while room < size:
+            assert block is not None and block.free
+            if block.mapped:
+                room += block.size
+            else:
+                mapped = min(block.size, _pages(size - room, small))
+                grow, room = grow + mapped, room + mapped
+            block = block.next
+        return grow
+
+    def _map(self, block: Block, size: int, small: bool) -> Block:
+        """Map the first size bytes of an unmapped block, merged with its free neighbours: the
+        free block they make (out of the free pool)."""
+        unmapped = self._unmapped[block.stream, small]
+        del unmapped[block.offset]
+        if size < block.size:
+            rest = Block(block.segment, block.offset + size, block.size - size, small,
+                         block.stream, mapped=False, prev=block, next=block.next)  # fmt: skip
+            if block.next is not None:
+                block.next.prev = rest
+            block.next, block.size = rest, size
+            unmapped[rest.offset] = rest
+        block.mapped = True
+        self.reserved += size
+        self.peak_reserved = max(self.peak_reserved, self.reserved)
+        return self._merged(block)
+
+    def release_free_segments(self) -> None:
+        for (_, small), pool in list(self._free.items()):
+            page = SMALL_BUFFER if small else LARGE_BUFFER
+            for size, segment, offset in list(pool):
+                block = self._blocks[(segment, offset)]
+                start = -(-offset // page) * page
+                end = (offset + size) // page * page
+                if end > start:
+                    self._unmap(block, start, end, small)
+
+    def _unmap(self, block: Block, start: int, end: int, small: bool) -> None:
+        """Give back the pages from start to end of a free block: its head and tail stay free."""
+        self._remove_free(block)
+        pieces = [(block.offset, start, True), (start, end, False),
+                  (end, block.offset + block.size, True)]  # fmt: skip
+        before, after, made = block.prev, block.next, []
+        for first, last, mapped in pieces:
+            if last > first:
+                made.append(Block(block.segment, first, last - first, small, block.stream,
+                                  mapped=mapped))  # fmt: skip
+        for left, right in zip([before, *made], [*made, after], strict=True):
+            if left is not None:
+                left.next = right
+            if right is not None:
+                right.prev = left
+        unmapped = self._unmapped[block.stream, small]
+        for piece in made:
+            if piece.mapped:
+                self._add_free(piece)
+            else:
+                unmapped[piece.offset] = piece
+                self._merge_unmapped(piece, unmapped)
+        self.reserved -= end - start
+
+    def _merge_unmapped(self, block: Block, unmapped: dict[int, Block]) -> None:
+        for neighbour in (block.next, block.prev):
+            if neighbour is not None and not neighbour.mapped:
+                first, second = (
+                    (neighbour, block) if neighbour is block.prev else (block, neighbour)
+                )
+                del unmapped[second.offset]
+                first.size += second.size
+                first.next = second.next
+                if second.next is not None:
+                    second.next.prev = first
+                block = first
+
+
+def _pages(size: int, small: bool) -> int:
+    page = SMALL_BUFFER if small else LARGE_BUFFER
+    return -(-size // page) * page

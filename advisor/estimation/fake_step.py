@@ -28,7 +28,7 @@ from torch.utils._pytree import tree_leaves
 
 from advisor.errors import AdvisorError, EstimateError, error_line, where_in_the_users_code
 from advisor.estimation import job_rank
-from advisor.estimation.allocator import Block, CachingAllocator
+from advisor.estimation.allocator import Block, CachingAllocator, ExpandableSegments
 from advisor.estimation.compiled_step import compiled
 from advisor.estimation.cuda_emulation import autocast_dtype, step_precision
 from advisor.estimation.cuda_workspaces import CudaTemporaries
@@ -88,6 +88,7 @@ class FakeStep:
     ddp_buckets_bytes: int = 0  # a DDP rank's gradient buckets: in the peak, in no category
     # the trace's storages on a side stream (FSDP2's), (number, stream): kept apart as CUDA does
     streams: tuple[tuple[int, int], ...] = ()
+    expandable_segments: bool = False  # the allocator's (allocator.ExpandableSegments)
 
     @property
     def peak_allocated_bytes(self) -> int:
@@ -231,6 +232,7 @@ def _run_fake_step(spec: TrialSpec) -> FakeStep:
         compiled_graphs=len(graphs),
         ddp_buckets_bytes=counter.bytes_of(buckets),
         streams=tuple(counter.streams.items()),
+        expandable_segments=spec.expandable_segments,
     )
 
 
@@ -365,7 +367,7 @@ def replayed_reserved(
     back, where the step says cuDNN's benchmark does that), the optimizer's state (first step
     only) and its update's temporaries, then the gradients freed (zero_grad(set_to_none=True)).
     Scale corrects the step's sizes by calibration (measured / fake peak allocated)."""
-    allocator = CachingAllocator(cap)
+    allocator = (ExpandableSegments if step.expandable_segments else CachingAllocator)(cap)
     for size in step.persistent:
         allocator.malloc(size)
     streams = dict(step.streams)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.estimation.allocator import CachingAllocator, MiB, ReplayOutOfMemory
+from advisor.estimation.allocator import (
+    CachingAllocator,
+    ExpandableSegments,
+    MiB,
+    ReplayOutOfMemory,
+)
 
 
 def test_requests_come_from_segments_sized_by_pool():
@@ -79,3 +84,39 @@ def test_equal_free_blocks_are_taken_from_the_newest_segment_first():
     allocator.free(newer)
     assert allocator.malloc(10 * MiB).segment == newer.segment
     assert allocator.malloc(30 * MiB).segment == older.segment  # the newer one is split now
+
+
+def test_with_expandable_segments_a_freed_block_at_the_end_grows_into_a_larger_request():
+    """expandable_segments:True maps a pool's one range of addresses in 20 MiB pages (2 MiB in
+    the small pool): a 50 MiB request after a freed 30 MiB block maps the 20 MiB that the
+    block and its page's rest lack, where cudaMalloc'd segments would hold 30 and 50 MiB."""
+    for allocator, reserved in ((CachingAllocator(), 80 * MiB), (ExpandableSegments(), 60 * MiB)):
+        allocator.free(allocator.malloc(30 * MiB))
+        assert allocator.malloc(50 * MiB).offset == 0
+        assert allocator.reserved == reserved
+    small = ExpandableSegments()
+    for _ in range(5):
+        small.malloc(600 * 1024)  # five small blocks: two 2 MiB pages
+    assert small.reserved == 4 * MiB
+
+
+def test_with_expandable_segments_giving_the_cache_back_unmaps_the_pages_of_free_blocks():
+    allocator = ExpandableSegments()
+    first = allocator.malloc(30 * MiB)  # two pages; the second's rest is free
+    allocator.malloc(5 * MiB)  # from that rest, at 30 MiB
+    allocator.free(first)
+    allocator.release_free_segments()  # the first page, wholly free, goes back
+    assert allocator.reserved == 20 * MiB
+    # the lowest unmapped range with the free block after it: the first page, mapped again
+    assert allocator.malloc(25 * MiB).offset == 0
+    assert allocator.reserved == 40 * MiB
+
+
+def test_with_expandable_segments_a_request_the_cap_cannot_hold_fails():
+    allocator = ExpandableSegments(cap=60 * MiB)
+    first = allocator.malloc(30 * MiB)
+    allocator.malloc(25 * MiB)  # the free 10 MiB at 30 MiB, and one more page
+    allocator.free(first)
+    allocator.malloc(10 * MiB)  # in the freed block: 20 MiB of it stay free, a page in none
+    with pytest.raises(ReplayOutOfMemory):
+        allocator.malloc(30 * MiB)  # 5 MiB free at the end and two pages: 80 > 60
