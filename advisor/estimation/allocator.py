@@ -184,6 +184,7 @@ class ExpandableSegments(CachingAllocator):
             assert unmapped is not None and not unmapped.mapped
             need = size - (block.size if block.mapped else 0)
             block = self._map(unmapped, min(unmapped.size, _pages(need, small)), small)
+        self._remove_free(block)
         return block
 
     def _lowest_room(self, size: int, small: bool, stream: int) -> Block:
@@ -222,7 +223,7 @@ class ExpandableSegments(CachingAllocator):
 
     def _map(self, block: Block, size: int, small: bool) -> Block:
         """Map the first size bytes of an unmapped block, merged with its free neighbours: the
-        free block they make (out of the free pool)."""
+        free block they make (in the free pool)."""
         unmapped = self._unmapped[block.stream, small]
         del unmapped[block.offset]
         if size < block.size:
@@ -235,7 +236,9 @@ class ExpandableSegments(CachingAllocator):
         block.mapped = True
         self.reserved += size
         self.peak_reserved = max(self.peak_reserved, self.reserved)
-        return self._merged(block)
+        merged = self._merged(block)
+        self._add_free(merged)
+        return merged
 
     def release_free_segments(self) -> None:
         for (_, small), pool in list(self._free.items()):
