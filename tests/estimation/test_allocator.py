@@ -120,3 +120,15 @@ def test_with_expandable_segments_a_request_the_cap_cannot_hold_fails():
     allocator.malloc(10 * MiB)  # in the freed block: 20 MiB of it stay free, a page in none
     with pytest.raises(ReplayOutOfMemory):
         allocator.malloc(30 * MiB)  # 5 MiB free at the end and two pages: 80 > 60
+
+
+def test_with_expandable_segments_a_request_maps_a_given_back_range_and_the_end_together():
+    allocator = ExpandableSegments()
+    first = allocator.malloc(50 * MiB)  # three pages; 10 MiB of the third free
+    second = allocator.malloc(10 * MiB)  # that 10 MiB
+    allocator.free(first)
+    allocator.release_free_segments()  # its two whole pages go back: 0 to 40 MiB unmapped
+    allocator.free(second)  # free from 40 to 60 MiB
+    # the lowest unmapped range, the free block after it and two new pages at the end
+    assert allocator.malloc(100 * MiB).offset == 0
+    assert allocator.reserved == 100 * MiB
