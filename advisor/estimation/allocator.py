@@ -27,6 +27,9 @@ SMALL_BUFFER = 2 * MiB  # the small pool's segment
 LARGE_BUFFER = 20 * MiB  # the segment for requests between 1 and 10 MiB
 MIN_LARGE_ALLOC = 10 * MiB
 ROUND_LARGE = 2 * MiB
+# an expandable pool's range of addresses: PyTorch reserves 9/8 of the device's memory; the
+# model's never runs out
+ADDRESS_RANGE = 2**50
 
 
 class ReplayOutOfMemory(Exception):
@@ -160,7 +163,9 @@ class ExpandableSegments(CachingAllocator):
     lowest unmapped range, with the free block just before it, and maps only the pages it
     lacks; any remainder of 512 B or more is split off; giving the cache back unmaps the whole
     pages inside free blocks. So a freed block at the mapped end grows into the next request,
-    where a cudaMalloc'd segment would be left beside a new one."""
+    where a cudaMalloc'd segment would be left beside a new one. The blocks of unmapped
+    addresses are blocks with mapped False (free, in no free pool); each pool's range is a
+    segment of its own."""
 
     def __init__(self, cap: int | None = None) -> None:
         super().__init__(cap)
@@ -169,17 +174,34 @@ class ExpandableSegments(CachingAllocator):
     def _splits(self, remaining: int, small: bool) -> bool:
         return remaining >= MIN_BLOCK
 
+    def _take_free(self, size: int, small: bool, stream: int) -> Block | None:
+        """The smallest free block that holds size, where a block that unmapped addresses
+        follow counts as large as it could grow: the next larger is taken while it could grow
+        less (get_free_block), so the block at the mapped end is kept for what outgrows the
+        rest."""
+        pool = self._free.get((stream, small), [])
+        i = bisect.bisect_left(pool, (size,))
+        if i == len(pool):
+            return None
+        while i + 1 < len(pool) and self._growable(pool[i + 1]) < self._growable(pool[i]):
+            i += 1
+        _, segment, offset = pool.pop(i)
+        return self._blocks.pop((segment, offset))
+
+    def _growable(self, entry: tuple[int, int, int]) -> int:
+        size, segment, offset = entry
+        after = self._blocks[(segment, offset)].next
+        return size + (after.size if after is not None and not after.mapped else 0)
+
     def _new_segment(self, size: int, small: bool, stream: int) -> Block:
-        start = self._lowest_room(size, small, stream)
-        grow = self._to_map(start, size, small)
-        if self.cap is not None and self.reserved + grow > self.cap:
+        # under a cap (a trial's set_per_process_memory_fraction), PyTorch weighs the request as
+        # the segment cudaMalloc would make for it, not as the pages it maps (alloc_block)
+        if self.cap is not None and self.reserved + segment_size(size) > self.cap:
             self.release_free_segments()
-            start = self._lowest_room(size, small, stream)
-            grow = self._to_map(start, size, small)
-            if self.reserved + grow > self.cap:
+            if self.reserved + segment_size(size) > self.cap:
                 raise ReplayOutOfMemory(f"{size} bytes: {self.reserved} reserved of {self.cap}")
-        block = start  # (mapped, it is free and smaller than size: mapping merges it)
-        while block.size < size or not block.mapped:
+        block = self._lowest_room(size, small, stream)
+        while block.size < size or not block.mapped:  # a free block grows by what it maps
             unmapped = block if not block.mapped else block.next
             assert unmapped is not None and not unmapped.mapped
             need = size - (block.size if block.mapped else 0)
@@ -190,10 +212,10 @@ class ExpandableSegments(CachingAllocator):
     def _lowest_room(self, size: int, small: bool, stream: int) -> Block:
         """The lowest block from which free and unmapped addresses run for size bytes."""
         unmapped = self._unmapped.setdefault((stream, small), {})
-        if not unmapped:  # the pool's range: as large as any device's memory
+        if not unmapped:
             segment = self._next_segment
             self._next_segment -= 1
-            unmapped[0] = Block(segment, 0, 2**50, small, stream, mapped=False)
+            unmapped[0] = Block(segment, 0, ADDRESS_RANGE, small, stream, mapped=False)
         for offset in sorted(unmapped):
             start = unmapped[offset]
             if start.prev is not None and start.prev.free and start.prev.mapped:
@@ -206,20 +228,6 @@ class ExpandableSegments(CachingAllocator):
             if room >= size:
                 return start
         raise AssertionError("the last unmapped range holds any request")
-
-    def _to_map(self, start: Block, size: int, small: bool) -> int:
-        """The bytes mapping from start for size would add."""
-        grow, room = 0, 0
-        block: Block | None = start
-        while room < size:
-            assert block is not None and block.free
-            if block.mapped:
-                room += block.size
-            else:
-                mapped = min(block.size, _pages(size - room, small))
-                grow, room = grow + mapped, room + mapped
-            block = block.next
-        return grow
 
     def _map(self, block: Block, size: int, small: bool) -> Block:
         """Map the first size bytes of an unmapped block, merged with its free neighbours: the

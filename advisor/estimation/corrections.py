@@ -47,7 +47,8 @@ class Calibration:
     # The fake step replayed through the allocator's model follows the fragmentation the step's
     # own sequence makes (checkpointed gpt2 holds 1.2-1.6x its peak), but not all of cuDNN's
     # workspaces (they grow with the batch). A trial with expandable segments calibrates no
-    # replay: the model has them (allocator.ExpandableSegments), checked uncalibrated only.
+    # replay: the model replays them (allocator.ExpandableSegments), but a calibration through
+    # that replay has not been checked (experiments/2026-12-07-expandable-segments).
     # Where the alike trials have none: measured - replayed steady peak reserved, bytes + bytes
     # per sample x batch, where they span two batches or more ...
     reserve_offset: tuple[float, float] | None
@@ -207,7 +208,7 @@ def _rebuilt(stored: TrialSpec, spec: TrialSpec) -> TrialSpec | None:
 
 def _replay_ratio(spec: TrialSpec, replays: list[float], factors: list[float]) -> float | None:
     """The median ratio of measured to replayed reserve, kept where the spec has no expandable
-    segments (as the reserve's line) and the alike trials spread it less than the factor. Where
+    segments (as reserve_offset is) and the alike trials spread it less than the factor. Where
     one alike trial without them has a ratio, there is no spread to compare, and it is kept:
     the replay follows the step's own fragmentation as the batch changes, where the factor
     assumes the reserve grows as the peak allocated (gpt2's grid, one other batch of each

@@ -191,23 +191,33 @@ def _reuses(graph: KernelGraph, events: list[Event]) -> _Reuses:
 def _estimated_memory(graph: KernelGraph, events: list[Event]) -> list[int]:
     """The graph's bytes before its first kernel and while each runs, as inductor's memory
     planning estimates them (torch/_inductor/memory.py, estimate_peak_memory): each buffer from
-    the kernel that makes it through its last reader, its freeable inputs from the start. The
-    estimate precedes the planning, so a buffer written in place of another counts apart from
-    it (both at the kernel that writes it). Counted as one, as the code runs them, the DDPM
-    UNet's backward declined by 1.1 MiB a 256 MiB reuse that inductor took with 128 MiB to
-    spare on the H100 (each resnet block's group norm computes its input gradient into one
-    buffer, then writes it in place of that), and the fake step's device peak was 5.7% under
-    the H200's (experiments/2026-12-07-inductor-estimate)."""
+    the kernel that makes it through its last reader, the inputs kernels read from the start.
+    The estimate precedes the planning, so a buffer written in place of another counts apart
+    from it, both at the kernel that writes it.
+
+    Counted as one, as the code runs them, the DDPM UNet's backward declined a 256 MiB reuse by
+    1.1 MiB. Inductor took it on the H100, with 128 MiB to spare: each resnet block's group
+    norm computes its input gradient into one buffer, then writes it in place of that. The fake
+    step's device peak was 5.7% under the H200's (experiments/2026-12-07-inductor-estimate)."""
+    # change[0]: before the first kernel; change[k + 1]: kernel k; the last slot takes the frees
+    # after the last kernel
     change = [0] * (max((event.kernel for event in events), default=-1) + 3)
     for kind, key, kernel, _member, in_place_of in events:
-        if kind is Happens.RELEASED:  # an input: live from the start
-            change[0] += graph.storage[key].nbytes()
-        if kind in (Happens.COUNTED, Happens.ALLOCATED, Happens.WRITTEN_IN_PLACE):
-            change[kernel + 1] += graph.storage[key].nbytes()
-        if in_place_of is not None and kind is Happens.WRITTEN_IN_PLACE:
-            change[kernel + 2] -= graph.storage[in_place_of].nbytes()  # its last reader ran
-        elif kind in (Happens.FREED, Happens.HANDED_OVER, Happens.RELEASED):
-            change[kernel + 2] -= graph.storage[key].nbytes()
+        size = graph.storage[key].nbytes() if key >= 0 else 0
+        match kind:
+            case Happens.RELEASED if kernel >= 0:  # an input a kernel reads: from the start
+                change[0] += size
+                change[kernel + 2] -= size
+            case Happens.COUNTED | Happens.ALLOCATED:
+                change[kernel + 1] += size
+            case Happens.WRITTEN_IN_PLACE:
+                assert in_place_of is not None
+                change[kernel + 1] += size
+                change[kernel + 2] -= graph.storage[in_place_of].nbytes()  # its last reader ran
+            case Happens.FREED | Happens.HANDED_OVER:
+                change[kernel + 2] -= size
+            case _:  # an input no kernel reads (not in the estimate), a kernel's workspaces
+                pass
     return list(itertools.accumulate(change[:-1]))
 
 

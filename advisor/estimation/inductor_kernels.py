@@ -20,19 +20,22 @@ from torch import fx
 from advisor.estimation.inductor_ops import fused, fusing, reduces
 from advisor.estimation.storage_bytes import dense, numel, storages_of, tensors
 
-# inductor's thresholds (torch/_inductor/config.py, ir.py): a pointwise node is computed once,
-# into a buffer, where its kernel would read over 8 buffers or compute over 30 operations (if
-# it reads more than one buffer), or over 100; a node read by several, where it reads over 4
-# or computes over 30
-ACCUMULATED_READS, REUSED_READS, MANY_OPS, TOO_MANY_OPS = 8, 4, 30, 100
+# inductor's thresholds (torch/_inductor/config.py; graph.py, run_node; ir.py, StorageBox): a
+# pointwise node is computed once, into a buffer, where its kernel would read over 8 buffers
+# (realize_acc_reads_threshold), or compute over 30 operations reading more than one buffer
+# (realize_opcount_threshold), or over 100 whatever it reads; a node read by several, where it
+# reads over 4 (realize_reads_threshold) or computes over 30
+ACCUMULATED_READS, REUSED_READS, REALIZE_OPS, INLINED_OPS_LIMIT = 8, 4, 30, 100
 # max_fusion_buffer_group_pairwise_attempts: how many of a buffer's next readers inductor tries
 # to fuse with one that reads it
 FUSION_CANDIDATES = 64
 
 
 def _constants(nodes: frozenset[fx.Node]) -> set[float]:
-    """The numbers a kernel's operators take, each an operation of its own to inductor (its
-    op count, OpCounterCSE, counts each distinct value once, as each load and each operator)."""
+    """The numbers a kernel's operators take. Inductor's op count (OpCounterCSE) counts each
+    distinct constant once, as each load and each operator; this approximates it on the graph's
+    nodes (1 and 1.0 count once here, a keyword's number not at all, a node lowered to several
+    operations as one)."""
     return {
         a for n in nodes for a in n.args if isinstance(a, (int, float)) and not isinstance(a, bool)
     }
@@ -83,9 +86,9 @@ class KernelGraph:
             self.is_buffer[node] = (
                 any(k in self.returned or self._read_by_extern(k) for k in self.made[node])
                 or len(read) > ACCUMULATED_READS
-                or (len(read) > 1 and ops > MANY_OPS)
-                or ops > TOO_MANY_OPS
-                or (len(node.users) > 1 and (len(read) > REUSED_READS or ops > MANY_OPS))
+                or (len(read) > 1 and ops > REALIZE_OPS)
+                or ops > INLINED_OPS_LIMIT
+                or (len(node.users) > 1 and (len(read) > REUSED_READS or ops > REALIZE_OPS))
             )
         # a buffer its one reading kernel computes in registers, unwritten: a reduction's output
         # its epilogue reads, a pointwise one fused into its reader

@@ -94,10 +94,13 @@ def test_with_expandable_segments_a_freed_block_at_the_end_grows_into_a_larger_r
         allocator.free(allocator.malloc(30 * MiB))
         assert allocator.malloc(50 * MiB).offset == 0
         assert allocator.reserved == reserved
-    small = ExpandableSegments()
+
+
+def test_with_expandable_segments_the_small_pool_maps_2_mib_pages():
+    allocator = ExpandableSegments()
     for _ in range(5):
-        small.malloc(600 * 1024)  # five small blocks: two 2 MiB pages
-    assert small.reserved == 4 * MiB
+        allocator.malloc(600 * 1024)  # five small blocks, 2.9 MiB: two pages
+    assert allocator.reserved == 4 * MiB
 
 
 def test_with_expandable_segments_giving_the_cache_back_unmaps_the_pages_of_free_blocks():
@@ -112,14 +115,28 @@ def test_with_expandable_segments_giving_the_cache_back_unmaps_the_pages_of_free
     assert allocator.reserved == 40 * MiB
 
 
-def test_with_expandable_segments_a_request_the_cap_cannot_hold_fails():
+def test_with_expandable_segments_a_request_counts_under_a_cap_as_a_segment_of_its_own():
+    """Under a cap (a trial's set_per_process_memory_fraction), PyTorch weighs a request no free
+    block holds as the segment cudaMalloc would make for it, not as the pages it would map:
+    with 40 MiB mapped, 25 MiB fails under 60 (40 + 26 > 60), though one more page holds it."""
     allocator = ExpandableSegments(cap=60 * MiB)
-    first = allocator.malloc(30 * MiB)
-    allocator.malloc(25 * MiB)  # the free 10 MiB at 30 MiB, and one more page
-    allocator.free(first)
-    allocator.malloc(10 * MiB)  # in the freed block: 20 MiB of it stay free, a page in none
+    allocator.malloc(30 * MiB)  # two pages; 10 MiB of the second free
     with pytest.raises(ReplayOutOfMemory):
-        allocator.malloc(30 * MiB)  # 5 MiB free at the end and two pages: 80 > 60
+        allocator.malloc(25 * MiB)
+    allocator.malloc(20 * MiB)  # 40 + 20 is the cap: the free 10 MiB and one more page
+    assert allocator.reserved == 60 * MiB
+
+
+def test_with_expandable_segments_the_free_block_at_the_mapped_end_is_kept_for_growing():
+    """Among free blocks that hold a request, one that unmapped addresses follow counts as
+    large as it could grow (get_free_block): the larger block in the middle is taken."""
+    allocator = ExpandableSegments()
+    middle = allocator.malloc(40 * MiB)
+    allocator.malloc(10 * MiB)  # a third page, half of it free
+    end = allocator.malloc(30 * MiB)  # that half and one more page
+    allocator.free(middle)
+    allocator.free(end)  # 30 MiB free at the mapped end, 40 in the middle
+    assert allocator.malloc(25 * MiB).offset == middle.offset == 0
 
 
 def test_with_expandable_segments_a_request_maps_a_given_back_range_and_the_end_together():

@@ -89,7 +89,8 @@ def test_a_freed_buffer_is_not_taken_where_inductors_estimate_would_rise_above_i
     """inductor's memory planning weighs a reuse against its own estimate, which counts the
     second sine beside the first product it is written in place of: the second matmul taking
     the first sine's buffer, freed once the first matmul read it, would make three buffers
-    there against a peak of two. torch 2.11's inductor, on a CPU, allocates it anew."""
+    there against a peak of two. torch 2.11's inductor, on a CPU, allocates it anew
+    (experiments/2026-12-07-inductor-estimate, cpu_inductor.py)."""
     counter, _values = counted(
         lambda x, w: ((x.sin() @ w).sin() @ w).cos(), (ROWS, COLUMNS), (COLUMNS, COLUMNS)
     )
@@ -260,15 +261,16 @@ def test_a_fused_node_reading_more_than_eight_buffers_is_computed_into_one():
     assert allocations(counter) == [BYTES, 4]
 
 
-@pytest.mark.parametrize(("length", "computed_once"), [(10, False), (40, True)])
+@pytest.mark.parametrize(("length", "as_wide"), [(10, 1), (40, 2)])
 def test_a_pointwise_chain_of_over_30_operations_reading_two_buffers_is_computed_into_one(
-    length: int, computed_once: bool
+    length: int, as_wide: int
 ) -> None:
     """inductor's lowering computes a pointwise chain into a buffer once its kernel would
     compute over 30 operations and read more than one buffer, whoever reads it (ir.py,
     has_exceeded_max_reads): the DDPM UNet's group norms' input gradients, which their sums and
     the pointwise kernel after the sums both read. A short chain is computed in both. torch
-    2.11's inductor, on a CPU, does both."""
+    2.11's inductor, on a CPU, does both (experiments/2026-12-07-inductor-estimate,
+    cpu_inductor.py)."""
 
     def chain_times_its_sum(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         z = x + y
@@ -278,7 +280,7 @@ def test_a_pointwise_chain_of_over_30_operations_reading_two_buffers_is_computed
 
     counter, _values = counted(chain_times_its_sum, (ROWS, COLUMNS), (ROWS, COLUMNS))
     # the output, and the chain's own buffer where it is computed once
-    assert allocations(counter).count(BYTES) == 1 + computed_once
+    assert allocations(counter).count(BYTES) == as_wide
     assert allocations(counter).count(COLUMNS * 4) == 1  # the sum's
 
 
@@ -293,8 +295,8 @@ def test_inductors_estimate_counts_a_buffer_written_in_place_apart_from_the_one_
         interpreter.run(x, w)
         graph = KernelGraph(gm, interpreter.env)
         events = _events(graph, backward=False, held=set())
-    made = [e.kind for e in events if e.kind is not Happens.WORKSPACES]
-    assert made[:2] == [Happens.ALLOCATED, Happens.WRITTEN_IN_PLACE]
+    kinds = [e.kind for e in events if e.kind is not Happens.WORKSPACES]
+    assert kinds[:2] == [Happens.ALLOCATED, Happens.WRITTEN_IN_PLACE]
     # before the first kernel; the product; the sine beside it; the sine and the output
     assert _estimated_memory(graph, events) == [0, BYTES, 2 * BYTES, 2 * BYTES]
 

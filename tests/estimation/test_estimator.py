@@ -81,7 +81,7 @@ def test_a_step_with_expandable_segments_is_replayed_through_them():
     """The spec's allocator setting reaches the replay: with expandable segments a block freed
     at the mapped end grows into the next request, so the step reserves less where cudaMalloc'd
     segments fragment (tiny_gpt2 at batch 256: 186 MiB against 194; the catalog's resnet50
-    specs with them: device peak +17.5..21% over before, +3.0..4.5% after;
+    specs with them: device peak +17.5..21% over before, +2.3..3.6% after;
     experiments/2026-12-07-expandable-segments)."""
     plain = fake_step(spec_of("model=tiny_gpt2", "device=cuda", "batch_size=256"))
     expandable = fake_step(
