@@ -104,14 +104,7 @@ class CachingAllocator:
         for neighbour in (block.prev, block.next):
             if neighbour is not None and neighbour.free and neighbour.mapped:
                 self._remove_free(neighbour)
-                first, second = (
-                    (neighbour, block) if neighbour is block.prev else (block, neighbour)
-                )
-                first.size += second.size
-                first.next = second.next
-                if second.next is not None:
-                    second.next.prev = first
-                block = first
+                block = _joined(block, neighbour)
         return block
 
     def _splits(self, remaining: int, small: bool) -> bool:
@@ -285,15 +278,18 @@ class ExpandableSegments(CachingAllocator):
     def _merge_unmapped(self, block: Block, unmapped: dict[int, Block]) -> None:
         for neighbour in (block.next, block.prev):
             if neighbour is not None and not neighbour.mapped:
-                first, second = (
-                    (neighbour, block) if neighbour is block.prev else (block, neighbour)
-                )
-                del unmapped[second.offset]
-                first.size += second.size
-                first.next = second.next
-                if second.next is not None:
-                    second.next.prev = first
-                block = first
+                del unmapped[max(block.offset, neighbour.offset)]
+                block = _joined(block, neighbour)
+
+
+def _joined(block: Block, neighbour: Block) -> Block:
+    """The block and its neighbour as one, at the lower of their offsets."""
+    first, second = (neighbour, block) if neighbour is block.prev else (block, neighbour)
+    first.size += second.size
+    first.next = second.next
+    if second.next is not None:
+        second.next.prev = first
+    return first
 
 
 def _pages(size: int, small: bool) -> int:
